@@ -1,0 +1,264 @@
+"""The core's contract, each case in a fresh interpreter with a sample patch on a module the test writes."""
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import assert_ok, clean_environment, run_python
+
+SAMPLE_TARGET = '''
+def greet():
+    return "old"
+
+class Thing:
+    def size(self):
+        return 1
+'''
+
+# A prelude every case runs: the sample target on sys.path and a sample patch registered.
+PRELUDE = '''
+import logging, sys
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append((record.levelname, record.getMessage()))
+logging.getLogger("zeropatch").addHandler(Keep())
+logging.getLogger("zeropatch").setLevel(logging.DEBUG)
+sys.path.insert(0, {folder!r})
+import zeropatch
+from zeropatch import _core
+
+applied = []
+
+def apply_sample(patcher, module):
+    applied.append(module.__name__)
+    if MODE == "raise":
+        raise RuntimeError("sample patch exploded")
+    patcher.wrap(module, "greet", lambda wrapped, instance, args, kwargs: "patched")
+    patcher.wrap(module.Thing, "size" if MODE != "missing" else "volume",
+                 lambda wrapped, instance, args, kwargs: 2)
+    return "sample detail"
+
+_core.register(_core.Patch("sample", summary="sample", package="sample-dist", affected="all",
+                           targets=("sample_target",), apply=apply_sample,
+                           errors=("sample failure text",), default=DEFAULT))
+'''
+
+
+@pytest.fixture
+def sample(tmp_path):
+    (tmp_path / "sample_target.py").write_text(SAMPLE_TARGET)
+
+    def run(body, mode="ok", default=False, **env):
+        prelude = f"MODE = {mode!r}\nDEFAULT = {default!r}\n" + PRELUDE.format(folder=str(tmp_path))
+        return run_python(prelude + textwrap.dedent(body), env=clean_environment(**env))
+
+    return run
+
+
+def test_import_then_install(sample):
+    assert_ok(sample('''
+        import sample_target
+        original = sample_target.greet
+        assert zeropatch.status("sample")[0].state == "disabled"
+        zeropatch.install("sample")
+        assert sample_target.greet() == "patched" and sample_target.Thing().size() == 2
+        record = zeropatch.status("sample")[0]
+        assert (record.state, record.reason) == ("applied", "sample_target: sample detail"), record
+        assert ("INFO", "zeropatch: applied sample to sample-dist unknown (sample detail)") in records, records
+    '''))
+
+
+def test_install_then_import_patches_before_the_import_returns(sample):
+    assert_ok(sample('''
+        zeropatch.install("sample")
+        assert zeropatch.status("sample")[0].state == "waiting"
+        assert "sample_target" not in sys.modules
+        from sample_target import greet   # bound during the import statement: must be the patched one
+        import sample_target
+        assert greet() == "patched"
+        assert zeropatch.status("sample")[0].state == "applied"
+        # the module keeps its real loader: nothing of ours is visible on it
+        assert type(sample_target.__loader__).__name__ == "SourceFileLoader", sample_target.__loader__
+        assert sample_target.__spec__.loader is sample_target.__loader__
+    '''))
+
+
+def test_install_twice_is_one_install(sample):
+    assert_ok(sample('''
+        import sample_target
+        zeropatch.install("sample")
+        zeropatch.install("sample")
+        zeropatch.install()
+        assert applied == ["sample_target"], applied
+        assert sample_target.greet() == "patched"
+        assert not hasattr(sample_target.greet.__wrapped__, "__wrapped__")   # wrapped once, not twice
+        assert sum(1 for level, message in records if level == "INFO") == 1
+    '''))
+
+
+def test_install_uninstall_install_restores_by_identity(sample):
+    assert_ok(sample('''
+        import sample_target
+        original_greet, original_size = sample_target.greet, sample_target.Thing.__dict__["size"]
+        zeropatch.install("sample")
+        zeropatch.uninstall("sample")
+        assert sample_target.greet is original_greet
+        assert sample_target.Thing.__dict__["size"] is original_size
+        assert sample_target.greet() == "old"
+        assert zeropatch.status("sample")[0].state == "disabled"
+        assert zeropatch.status("sample")[0].reason == "uninstalled"
+        zeropatch.install("sample")
+        assert sample_target.greet() == "patched"
+        zeropatch.uninstall()
+        assert sample_target.greet is original_greet
+    '''))
+
+
+def test_uninstall_before_the_target_arrives_leaves_it_untouched(sample):
+    assert_ok(sample('''
+        zeropatch.install("sample")
+        zeropatch.uninstall("sample")
+        import sample_target
+        assert sample_target.greet() == "old" and applied == []
+        assert zeropatch._core._WATCHER not in sys.meta_path or "sample_target" not in zeropatch._core._WATCHER.callbacks
+    '''))
+
+
+def test_a_default_patch_that_raises_never_breaks_the_import(sample):
+    result = sample('''
+        zeropatch.install()          # the configured set: sample is a default patch here
+        import sample_target         # the patch raises inside the import hook
+        assert sample_target.greet() == "old"
+        record = zeropatch.status("sample")[0]
+        assert record.state == "failed" and "RuntimeError: sample patch exploded" in record.reason, record
+        warnings = [m for level, m in records if level == "WARNING"]
+        assert len(warnings) == 1 and "sample patch exploded" in warnings[0], records
+    ''', mode="raise", default=True)
+    assert_ok(result)
+
+
+def test_an_explicit_patch_that_raises_fails_loudly(sample):
+    assert_ok(sample('''
+        import sample_target
+        try:
+            zeropatch.install("sample")
+        except zeropatch.PatchError as error:
+            assert "sample patch exploded" in str(error)
+        else:
+            raise AssertionError("an explicitly named patch must raise")
+        assert sample_target.greet() == "old"
+    ''', mode="raise"))
+
+
+def test_an_explicit_patch_failing_later_logs_an_error_but_keeps_the_import(sample):
+    assert_ok(sample('''
+        zeropatch.install("sample")
+        import sample_target
+        assert sample_target.greet() == "old"
+        assert [level for level, _ in records] == ["ERROR"], records
+    ''', mode="raise"))
+
+
+def test_strict_mode_raises_every_failure(sample):
+    result = sample('''
+        zeropatch.install()
+        import sample_target
+    ''', mode="raise", default=True, ZEROPATCH_STRICT="1")
+    assert result.returncode != 0
+    assert "PatchError: zeropatch patch 'sample' failed on sample_target: RuntimeError: sample patch exploded" in result.stderr
+
+
+def test_a_target_without_the_expected_attribute_is_skipped_and_rolled_back(sample):
+    assert_ok(sample('''
+        import sample_target
+        original = sample_target.greet
+        zeropatch.install("sample")
+        record = zeropatch.status("sample")[0]
+        assert record.state == "skipped" and "has no attribute 'volume'" in record.reason, record
+        assert sample_target.greet is original     # the half-applied change was rolled back
+    ''', mode="missing"))
+
+
+def test_zeropatch_0_makes_everything_a_no_op(sample):
+    assert_ok(sample('''
+        import sample_target
+        zeropatch.install("sample")
+        assert sample_target.greet() == "old"
+        record = zeropatch.status("sample")[0]
+        assert record.state == "disabled" and "ZEROPATCH=0" in record.reason, record
+        assert all(r.state == "disabled" for r in zeropatch.status())
+        assert zeropatch._core._WATCHER not in sys.meta_path
+    ''', ZEROPATCH="0"))
+
+
+def test_disable_variable_subtracts(sample):
+    assert_ok(sample('''
+        import sample_target
+        zeropatch.install("sample")
+        assert sample_target.greet() == "old"
+        assert zeropatch.status("sample")[0].reason == "ZEROPATCH_DISABLE names it"
+    ''', ZEROPATCH_DISABLE="sample"))
+
+
+def test_unknown_name_in_install_names_the_valid_choices(sample):
+    assert_ok(sample('''
+        try:
+            zeropatch.install("sampel")
+        except ValueError as error:
+            assert "unknown zeropatch patch 'sampel'" in str(error) and "sample" in str(error), error
+        else:
+            raise AssertionError("expected ValueError")
+    '''))
+
+
+def test_unknown_name_in_the_environment_is_one_clear_line_and_the_rest_applies():
+    result = run_python("import zeropatch; print(zeropatch.status('pg_deepcopy')[0].state)",
+                        env=clean_environment(ZEROPATCH="pg_deepcopy,pg_deepcoppy"))
+    assert_ok(result)
+    assert result.stdout.strip() == "waiting"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown patch 'pg_deepcoppy'" in lines[0] and "valid:" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0,pg_deepcopy", "  ,", "ALL"])
+def test_malformed_selections_never_raise(value):
+    result = run_python("import zeropatch; print(sorted({r.state for r in zeropatch.status()}))",
+                        env=clean_environment(ZEROPATCH=value))
+    assert_ok(result)
+    assert "Traceback" not in result.stderr
+
+
+def test_import_does_not_import_any_target():
+    result = run_python("import zeropatch, sys; print(sorted(m for m in ('torch', 'colossalai', 'deepspeed', "
+                        "'accelerate', 'wrapt', 'logging') if m in sys.modules))")
+    assert_ok(result)
+    assert result.stdout.strip() == "[]"
+
+
+def test_info_lines_only_on_rank_zero(sample):
+    body = '''
+        import sample_target
+        zeropatch.install("sample")
+        print([level for level, _ in records])
+    '''
+    assert sample(body, RANK="0").stdout.strip() == "['INFO']"
+    assert sample(body, RANK="1").stdout.strip() == "['DEBUG']"
+
+
+def test_status_command_lists_every_patch_and_versions():
+    result = run_python("from zeropatch._cli import main; main(['status', '--json'])")
+    assert_ok(result)
+    report = json.loads(result.stdout)
+    assert set(report["versions"]) == {"python", "torch", "colossalai", "deepspeed", "accelerate", "wrapt"}
+    from zeropatch._core import PATCH_MODULES, STATES
+
+    assert [p["name"] for p in report["patches"]] == list(PATCH_MODULES)
+    assert all(p["state"] in STATES and p["reason"] for p in report["patches"])
+    table = run_python("import sys; from zeropatch._cli import main; sys.exit(main(['status']))")
+    assert_ok(table)
+    for name in PATCH_MODULES:
+        assert name in table.stdout
+    assert "torch" in table.stdout.splitlines()[0]

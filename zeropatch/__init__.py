@@ -1,0 +1,25 @@
+"""zeropatch: runtime patches that keep legacy distributed-training code running on new
+torch / ColossalAI / DeepSpeed / accelerate releases.
+
+``import zeropatch`` installs the configured patches (the default set unless ``ZEROPATCH`` says
+otherwise; nothing when ``ZEROPATCH=0``). Nothing here imports a target library: each patch is applied
+when its target module is imported, or at once if it already was.
+"""
+
+from zeropatch._core import (
+    STATES,
+    NotNeeded,
+    Patch,
+    PatchError,
+    PatchStatus,
+    Skip,
+    activate_from_environment as _activate_from_environment,
+    install,
+    status,
+    uninstall,
+)
+
+__version__ = "0.1.0"
+__all__ = ["install", "uninstall", "status", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
+
+_activate_from_environment()

@@ -1,0 +1,535 @@
+"""The core: patch contract, registry, configuration, lazy application, state and failure containment.
+
+Everything here is cheap to import: no logging, dataclasses, typing, re or wrapt at module level,
+because `import zeropatch` (and the start-up hook) must cost almost nothing. Targets are never
+imported by the core; a patch is applied when its target module has finished executing.
+"""
+
+import os
+import sys
+
+APPLIED = "applied"
+WAITING = "waiting"
+NOT_NEEDED = "not-needed"
+SKIPPED = "skipped"
+FAILED = "failed"
+DISABLED = "disabled"
+STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
+
+PATCH_MODULES = ("pg_deepcopy",)
+
+ENV_SELECT = "ZEROPATCH"
+ENV_DISABLE = "ZEROPATCH_DISABLE"
+ENV_STRICT = "ZEROPATCH_STRICT"
+DEFAULT_WORDS = ("1", "all")
+OFF_WORDS = ("0",)
+
+
+class Skip(Exception):
+    """Raised by a patch's apply(): the target changed beyond recognition; the message is the reason."""
+
+
+class NotNeeded(Exception):
+    """Raised by a patch's apply(): this version of the target does not have the bug."""
+
+
+class PatchError(RuntimeError):
+    """A patch failed and the failure must not be contained (named explicitly, or ZEROPATCH_STRICT=1)."""
+
+
+class Patch:
+    """What a patch module exports as ``PATCH``.
+
+    apply(patcher, module) changes the target through ``patcher`` (so that revert restores every
+    original by identity) and may return a short detail for the log line; it raises Skip or
+    NotNeeded to decline. ``targets`` is a tuple of module names, or a callable returning one
+    (evaluated at install time, for targets named by configuration).
+    """
+
+    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply")
+
+    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True):
+        self.name = name
+        self.summary = summary
+        self.package = package
+        self.affected = affected
+        self.targets = targets
+        self.errors = tuple(errors)
+        self.default = default
+        self.apply = apply
+
+    def target_modules(self):
+        return tuple(self.targets() if callable(self.targets) else self.targets)
+
+
+class Patcher:
+    """Records every change one patch makes to one target, so that revert() restores the originals."""
+
+    def __init__(self):
+        self._undo = []
+
+    def set(self, owner, attr, value):
+        own = vars(owner)
+        self._undo.append((owner, attr, attr in own, own.get(attr)))
+        setattr(owner, attr, value)
+
+    def wrap(self, owner, attr, wrapper):
+        """Replace ``owner.attr`` with a wrapt FunctionWrapper around the original (found through the MRO)."""
+        import wrapt
+
+        wrapped = wrapt.FunctionWrapper(_raw_attribute(owner, attr), wrapper)
+        self.set(owner, attr, wrapped)
+        return wrapped
+
+    def on_revert(self, callback):
+        self._undo.append(callback)
+
+    def revert(self):
+        while self._undo:
+            step = self._undo.pop()
+            if callable(step):
+                step()
+                continue
+            owner, attr, existed, original = step
+            if existed:
+                setattr(owner, attr, original)
+            elif attr in vars(owner):
+                delattr(owner, attr)
+
+
+def _raw_attribute(owner, attr):
+    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
+        if attr in vars(klass):
+            return vars(klass)[attr]
+    raise Skip(f"{getattr(owner, '__qualname__', owner)!r} has no attribute {attr!r}")
+
+
+class PatchStatus:
+    """One record of ``zeropatch.status()``."""
+
+    __slots__ = ("name", "state", "target", "versions", "reason", "default")
+
+    def __init__(self, name, state, target, versions, reason, default):
+        self.name = name
+        self.state = state
+        self.target = target
+        self.versions = versions
+        self.reason = reason
+        self.default = default
+
+    def as_dict(self):
+        return {slot: getattr(self, slot) for slot in self.__slots__}
+
+    def __repr__(self):
+        return f"PatchStatus({self.name!r}, {self.state!r}, reason={self.reason!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# logging, versions, rank
+
+
+def logger():
+    import logging
+
+    return logging.getLogger("zeropatch")
+
+
+def _rank():
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except Exception:
+        pass
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def installed_version(distribution):
+    """The installed version of a distribution, without importing it; None when not installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def version_tuple(text):
+    """'0.4.1', '2.13.0+cpu', '0.5.0.dev1' -> (0, 4, 1) etc.: the leading numeric release."""
+    parts = []
+    for piece in text.split("+")[0].split("."):
+        digits = ""
+        for char in piece:
+            if not char.isdigit():
+                break
+            digits += char
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    return tuple(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+
+def valid_names():
+    return tuple(entry.patch.name for entry in _registry().values())
+
+
+def choices_text():
+    return "valid: 1, all, 0, " + ", ".join(valid_names())
+
+
+def _split(value):
+    return [token.strip() for token in value.split(",") if token.strip()]
+
+
+def parse_selection(value):
+    """Read a ZEROPATCH value: returns (names or None for off, [problems]). Unknown words are dropped."""
+    registry = _registry()
+    defaults = [name for name, entry in registry.items() if entry.patch.default]
+    tokens = _split(value)
+    if not tokens:
+        return defaults, []
+    if tokens == ["0"]:
+        return None, []
+    names, problems = [], []
+    for token in tokens:
+        if token.lower() in DEFAULT_WORDS:
+            names.extend(defaults)
+        elif token in registry:
+            names.append(token)
+        elif token in OFF_WORDS:
+            problems.append(f"{ENV_SELECT}={value!r}: '0' turns zeropatch off and cannot be combined with names")
+        else:
+            problems.append(f"{ENV_SELECT}={value!r}: unknown patch {token!r} ignored ({choices_text()})")
+    return list(dict.fromkeys(names)), problems
+
+
+def parse_disable(value):
+    registry = _registry()
+    names, problems = [], []
+    for token in _split(value):
+        if token in registry:
+            names.append(token)
+        else:
+            problems.append(
+                f"{ENV_DISABLE}={value!r}: unknown patch {token!r} ignored (valid: {', '.join(valid_names())})"
+            )
+    return names, problems
+
+
+def strict():
+    value = os.environ.get(ENV_STRICT, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
+# --------------------------------------------------------------------------------------------
+# the registry and its states
+
+
+class _Entry:
+    __slots__ = ("patch", "requested", "explicit", "why_disabled", "targets", "patchers")
+
+    def __init__(self, patch):
+        self.patch = patch
+        self.requested = False
+        self.explicit = False
+        self.why_disabled = "opt-in: not selected" if not patch.default else "not installed"
+        self.targets = {}  # module name -> (state, reason, version)
+        self.patchers = {}  # module name -> Patcher, for the targets applied
+
+
+_REGISTRY = None
+
+
+def _registry():
+    global _REGISTRY
+    if _REGISTRY is None:
+        import importlib
+
+        registry = {}
+        for module_name in PATCH_MODULES:
+            patch = importlib.import_module(f"zeropatch.patches.{module_name}").PATCH
+            registry[patch.name] = _Entry(patch)
+        _REGISTRY = registry
+    return _REGISTRY
+
+
+def register(patch):
+    """Add a patch to the registry (used by the tests' sample patches; built-in ones load themselves)."""
+    registry = _registry()
+    if patch.name in registry:
+        raise ValueError(f"a zeropatch patch named {patch.name!r} is already registered")
+    registry[patch.name] = _Entry(patch)
+
+
+def _target_version(patch, module):
+    top = sys.modules.get(module.__name__.split(".")[0])
+    version = getattr(top, "__version__", None)
+    if not isinstance(version, str):
+        version = installed_version(patch.package)
+    return version or "unknown"
+
+
+def _apply_to(entry, module):
+    """Apply one patch to one arrived target module; contains failures unless they must be loud."""
+    patch = entry.patch
+    name = module.__name__
+    if not entry.requested or name in entry.patchers:
+        return
+    version = _target_version(patch, module)
+    patcher = Patcher()
+    try:
+        detail = patch.apply(patcher, module)
+    except (Skip, NotNeeded) as declined:
+        patcher.revert()
+        state = SKIPPED if isinstance(declined, Skip) else NOT_NEEDED
+        entry.targets[name] = (state, str(declined), version)
+        logger().debug("zeropatch: %s %s on %s %s: %s", patch.name, state, patch.package, version, declined)
+        return
+    except Exception as error:
+        try:
+            patcher.revert()
+        except Exception:
+            pass
+        reason = f"{type(error).__name__}: {error}"
+        entry.targets[name] = (FAILED, reason, version)
+        loud = entry.explicit or strict()
+        logger().log(
+            40 if loud else 30,
+            "zeropatch: patch %s failed on %s %s (%s) and is not active: %s",
+            patch.name,
+            patch.package,
+            version,
+            name,
+            reason,
+        )
+        if loud:
+            raise PatchError(f"zeropatch patch {patch.name!r} failed on {name}: {reason}") from error
+        return
+    entry.patchers[name] = patcher
+    entry.targets[name] = (APPLIED, detail or f"patched {name}", version)
+    log = logger()
+    level = 20 if _rank() == 0 else 10
+    if log.isEnabledFor(level):
+        log.log(level, "zeropatch: applied %s to %s %s (%s)", patch.name, patch.package, version, detail or name)
+
+
+class _ImportWatcher:
+    """A meta-path finder that runs callbacks right after a watched module has executed.
+
+    It finds the module through the other finders, then wraps the loader so that exec_module is
+    followed by the callbacks; the module's own __loader__ and __spec__.loader stay the original.
+    """
+
+    def __init__(self):
+        self.callbacks = {}  # module name -> list of callables(module)
+        self._finding = set()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.callbacks or fullname in self._finding:
+            return None
+        self._finding.add(fullname)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._finding.discard(fullname)
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _NotifyingLoader(spec.loader, self)
+        return spec
+
+    def notify(self, module):
+        for callback in list(self.callbacks.get(module.__name__, ())):
+            callback(module)
+
+
+class _NotifyingLoader:
+    def __init__(self, loader, watcher):
+        self._loader = loader
+        self._watcher = watcher
+
+    def __getattr__(self, attr):
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__loader__ = self._loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        self._watcher.notify(module)
+
+
+_WATCHER = _ImportWatcher()
+
+
+def _watch(module_name, callback):
+    _WATCHER.callbacks.setdefault(module_name, []).append(callback)
+    if _WATCHER not in sys.meta_path:
+        sys.meta_path.insert(0, _WATCHER)
+
+
+def _unwatch(module_name, callback):
+    callbacks = _WATCHER.callbacks.get(module_name, [])
+    if callback in callbacks:
+        callbacks.remove(callback)
+    if not callbacks:
+        _WATCHER.callbacks.pop(module_name, None)
+    if not _WATCHER.callbacks and _WATCHER in sys.meta_path:
+        sys.meta_path.remove(_WATCHER)
+
+
+def _callback_for(entry):
+    def on_import(module):
+        try:
+            _apply_to(entry, module)
+        except PatchError:
+            if strict():
+                raise
+            # Named explicitly but applied lazily: already logged at ERROR; raising here would break
+            # the user's import (and a retried import would run unpatched).
+
+    on_import.__qualname__ = f"zeropatch[{entry.patch.name}]"
+    return on_import
+
+
+_CALLBACKS = {}  # patch name -> its import callback, while requested
+
+
+def _start(entry, explicit):
+    entry.requested = True
+    entry.explicit = entry.explicit or explicit
+    if entry.patch.name in _CALLBACKS:
+        return
+    callback = _callback_for(entry)
+    _CALLBACKS[entry.patch.name] = callback
+    for module_name in entry.patch.target_modules():
+        _watch(module_name, callback)
+    for module_name in entry.patch.target_modules():
+        module = sys.modules.get(module_name)
+        if module is not None:
+            _apply_to(entry, module)
+
+
+def _stop(entry, why):
+    callback = _CALLBACKS.pop(entry.patch.name, None)
+    if callback is not None:
+        for module_name in list(_WATCHER.callbacks):
+            _unwatch(module_name, callback)
+    for module_name in list(entry.patchers):
+        entry.patchers.pop(module_name).revert()
+    entry.targets.clear()
+    entry.requested = False
+    entry.explicit = False
+    entry.why_disabled = why
+
+
+def install(*names):
+    """Install patches (idempotent). No names: the configured set (ZEROPATCH, default patches)."""
+    registry = _registry()
+    unknown = [name for name in names if name not in registry]
+    if unknown:
+        raise ValueError(f"unknown zeropatch patch {', '.join(map(repr, unknown))}; valid: {', '.join(registry)}")
+    selection, problems = parse_selection(os.environ.get(ENV_SELECT, ""))
+    disabled, disable_problems = parse_disable(os.environ.get(ENV_DISABLE, ""))
+    for problem in problems + disable_problems:
+        _warn_once(problem)
+    explicit = bool(names)
+    wanted = list(names) if names else (selection or [])
+    if selection is None:
+        for name in wanted:
+            registry[name].why_disabled = f"{ENV_SELECT}=0 turns zeropatch off"
+        return status(*wanted) if wanted else []
+    for name in wanted:
+        entry = registry[name]
+        if name in disabled:
+            if entry.requested:
+                _stop(entry, f"{ENV_DISABLE} names it")
+            entry.why_disabled = f"{ENV_DISABLE} names it"
+            continue
+        _start(entry, explicit)
+    return status(*wanted)
+
+
+def uninstall(*names):
+    """Restore the originals of the named patches (no names: every installed patch)."""
+    registry = _registry()
+    unknown = [name for name in names if name not in registry]
+    if unknown:
+        raise ValueError(f"unknown zeropatch patch {', '.join(map(repr, unknown))}; valid: {', '.join(registry)}")
+    for name in names or list(registry):
+        if registry[name].requested:
+            _stop(registry[name], "uninstalled")
+
+
+_WARNED = set()
+
+
+def _warn_once(message):
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger().warning("zeropatch: %s", message)
+
+
+def _record(entry):
+    patch = entry.patch
+    targets = patch.target_modules()
+    target_text = ", ".join(targets) if targets else "(none configured)"
+    arrived = entry.targets
+    versions = {version for _, _, version in arrived.values()}
+    detected = ", ".join(sorted(versions)) if versions else None
+    if not entry.requested:
+        state, reason = DISABLED, entry.why_disabled
+    elif not arrived:
+        installed = installed_version(patch.package)
+        state = WAITING
+        if installed:
+            reason = f"applies when {target_text} is imported"
+            detected = installed
+        else:
+            reason = f"{patch.package} is not installed"
+    else:
+        by_state = {}
+        for module_name, (target_state, target_reason, _) in arrived.items():
+            by_state.setdefault(target_state, []).append(f"{module_name}: {target_reason}")
+        state = next(s for s in (APPLIED, FAILED, SKIPPED, NOT_NEEDED) if s in by_state)
+        reason = "; ".join(by_state[state])
+    versions_text = f"{patch.package} {patch.affected}" + (f" (found {detected})" if detected else "")
+    return PatchStatus(patch.name, state, target_text, versions_text, reason, patch.default)
+
+
+def status(*names):
+    """One PatchStatus per known patch (or per named patch)."""
+    registry = _registry()
+    return [_record(registry[name]) for name in (names or registry) if name in registry]
+
+
+def activate_from_environment():
+    """What `import zeropatch` and the start-up hook run: install the configured set, never raise
+    unless ZEROPATCH_STRICT=1."""
+    try:
+        install()
+    except PatchError:
+        if strict():
+            raise
+    except Exception as error:  # a bug of ours must never break the user's program
+        if strict():
+            raise
+        logger().warning("zeropatch: not activated: %s: %s", type(error).__name__, error)
