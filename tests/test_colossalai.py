@@ -1,0 +1,172 @@
+"""param_store and colossalai_cpu on the real LowLevelZeroOptimizer (CPU, gloo, 1 and 2 ranks).
+
+Runs against whichever colossalai the environment holds; the nox matrix runs it on 0.5.0 (new API)
+and on 0.4.0 (last release with _param_store).
+"""
+
+import re
+
+import pytest
+
+from conftest import ROOT, assert_ok, clean_environment, requires, run_ranks, run_python
+
+pytestmark = requires("torch", "colossalai")
+
+REPRO = ROOT / "patches" / "param_store" / "repro.py"
+
+RANK_PRELUDE = f'''
+import importlib.util, sys
+import torch, torch.distributed as dist
+import zeropatch
+zeropatch.install("colossalai_cpu")
+spec = importlib.util.spec_from_file_location("legacy", {str(REPRO)!r})
+legacy = importlib.util.module_from_spec(spec); spec.loader.exec_module(legacy)
+'''
+
+
+def patch_errors(name):
+    from zeropatch import _core
+
+    return _core._registry()[name].patch.errors
+
+
+def run_repro(path, patches):
+    return run_python(
+        "import sys, runpy; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
+        str(path),
+        env=clean_environment(ZEROPATCH=patches, PYTHONPATH=str(ROOT / "zeropatch" / "_bootstrap")),
+    )
+
+
+def test_param_store_repro_fails_without_and_passes_with():
+    without = run_repro(REPRO, "colossalai_cpu")
+    assert without.returncode != 0
+    assert any(re.search(pattern, without.stderr) for pattern in patch_errors("param_store")), without.stderr[-2000:]
+    with_patch = run_repro(REPRO, "all,colossalai_cpu")
+    assert_ok(with_patch)
+    assert "repro: legacy EMA update and gradient read completed" in with_patch.stdout
+
+
+def test_colossalai_cpu_repro_fails_without_and_passes_with():
+    repro = ROOT / "patches" / "colossalai_cpu" / "repro.py"
+    without = run_repro(repro, "0")
+    assert without.returncode != 0
+    assert "AssertionError: device is required" in without.stderr, without.stderr[-2000:]
+    with_patch = run_repro(repro, "colossalai_cpu")
+    assert_ok(with_patch)
+    assert "repro: LowLevelZero trained on CPU" in with_patch.stdout
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+@pytest.mark.parametrize("stage", [1, 2])
+def test_legacy_ema_update_is_exact_and_both_spellings_share_state(world_size, stage):
+    results = run_ranks(RANK_PRELUDE + f'''
+model, ema, optimizer, booster = legacy.boosted_training(stage={stage})
+module = model.unwrap()
+# the two spellings are the very same objects
+assert optimizer._param_store.working_to_master_param is optimizer.working_to_master_param
+assert optimizer._param_store.master_to_working_param is optimizer.master_to_working_param
+assert optimizer.get_working_to_master_map() is optimizer.working_to_master_param
+assert optimizer._param_store.get_padding_map() is optimizer._padding_map
+assert optimizer._param_store is optimizer._param_store
+ema_params = dict(ema.named_parameters())
+decay = 0.9
+expected = {{}}
+for name, param in module.named_parameters():
+    if name == "pos_embed" or not param.requires_grad:
+        expected[name] = ema_params[name].detach().clone()
+        continue
+    master = optimizer.working_to_master_param[id(param)]
+    assert master.dtype == torch.float32 and master.dim() == 1
+    assert master.numel() * dist.get_world_size() == param.numel() + optimizer.get_param_padding_size(param)
+    assert optimizer.param_to_pg[param] is optimizer._param_store.torch_pg
+    expected[name] = ema_params[name].detach() * decay + master * (1 - decay)
+before = {{name: p.detach().clone() for name, p in ema_params.items()}}
+legacy.update_ema(ema, module, optimizer=optimizer, decay=decay)
+for name, param in ema_params.items():
+    torch.testing.assert_close(param.detach(), expected[name], rtol=1e-6, atol=0)
+    if name != "pos_embed":
+        assert not torch.equal(param, before[name]), name   # the update did something
+assert torch.equal(ema_params["pos_embed"], before["pos_embed"])
+# writes through the legacy view land in the real state
+some = next(iter(optimizer.working_to_master_param))
+saved = optimizer.working_to_master_param[some]
+optimizer._param_store.working_to_master_param[some] = "sentinel"
+assert optimizer.working_to_master_param[some] == "sentinel"
+optimizer._param_store.working_to_master_param[some] = saved
+print("ok", dist.get_rank())
+''', world_size)
+    assert_ok(results)
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_gradients_read_the_same_through_both_spellings(world_size):
+    results = run_ranks(RANK_PRELUDE + '''
+model, ema, optimizer, booster = legacy.boosted_training(stage=2, steps=1)
+module = model.unwrap()
+x = torch.randn(4, 16).to(torch.bfloat16)
+booster.backward(model(x).float().pow(2).mean(), optimizer)
+trainable = [p for p in module.parameters() if p.requires_grad]
+frozen = module.pos_embed
+for param in trainable:
+    assert param.grad is None                      # ZeRO keeps gradients in its stores
+    new = optimizer.get_working_grad_by_param_id(id(param))
+    old = optimizer._grad_store.get_working_grad_by_param_id(id(param))
+    assert new is not None and new is old, (new, old)
+    assert optimizer.get_param_id_for_grad(new) == id(param)
+    full = optimizer.get_param_grad(param)
+    assert full.shape == param.shape
+    rank, world = dist.get_rank(), dist.get_world_size()
+    padding = optimizer.get_param_padding_size(param)
+    flat = torch.nn.functional.pad(full.reshape(-1), [0, padding])
+    assert torch.equal(flat.chunk(world)[rank], new.reshape(-1)), "the full gradient holds this rank's slice"
+# the semantics each spelling was written for
+try:
+    optimizer._grad_store.get_working_grad_by_param_id(id(frozen))
+except KeyError:
+    pass
+else:
+    raise AssertionError("legacy spelling: KeyError for a parameter without a gradient")
+try:
+    optimizer.get_working_grad_by_param_id(12345)
+except KeyError:
+    pass
+else:
+    raise AssertionError("new spelling: KeyError for an unknown id")
+# Open-Sora's batch-size search resets the stores by hand: the real state must be reset
+optimizer._grad_store.reset_all_gradients()
+assert optimizer.get_working_grads_by_group_id(0) == []
+optimizer._bucket_store.reset_all()
+assert optimizer._bucket_store.num_elements_in_bucket() == 0
+assert optimizer._bucket_store.zero_world_size == dist.get_world_size()
+assert optimizer._bucket_store.zero_local_rank == dist.get_rank()
+print("ok")
+''', world_size)
+    assert_ok(results)
+
+
+def test_uninstall_restores_the_original_class():
+    results = run_ranks(RANK_PRELUDE + '''
+import colossalai
+from colossalai.zero.low_level.low_level_optim import LowLevelZeroOptimizer
+model, ema, optimizer, booster = legacy.boosted_training(steps=1)
+new_api = zeropatch._core.version_tuple(colossalai.__version__) >= (0, 4, 1)
+assert optimizer._param_store is not None and optimizer.working_to_master_param is not None
+before = dict(vars(LowLevelZeroOptimizer))
+zeropatch.uninstall("param_store")
+if new_api:
+    try:
+        optimizer._param_store
+    except AttributeError as error:
+        assert "_param_store" in str(error)
+    else:
+        raise AssertionError("the legacy attribute must fail again after uninstall")
+else:
+    assert not hasattr(optimizer, "get_working_grad_by_param_id")
+    assert not hasattr(optimizer, "working_to_master_param")
+added = set(before) - set(vars(LowLevelZeroOptimizer))
+assert added, "the patch had added members"
+assert zeropatch.status("param_store")[0].state == "disabled"
+print("ok")
+''', 1)
+    assert_ok(results)
