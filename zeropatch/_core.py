@@ -456,7 +456,7 @@ def install(*names):
     if selection is None:
         for name in wanted:
             registry[name].why_disabled = f"{ENV_SELECT}=0 turns zeropatch off"
-        return status(*wanted) if wanted else []
+        return
     for name in wanted:
         entry = registry[name]
         if name in disabled:
@@ -465,7 +465,6 @@ def install(*names):
             entry.why_disabled = f"{ENV_DISABLE} names it"
             continue
         _start(entry, explicit)
-    return status(*wanted)
 
 
 def uninstall(*names):

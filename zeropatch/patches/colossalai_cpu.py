@@ -12,8 +12,6 @@ overlap on). Numerics are those of the real optimizer; only the device plumbing 
 and tests without GPUs, hence opt-in.
 """
 
-import contextlib
-import inspect
 import sys
 
 from zeropatch._core import Patch, Skip
@@ -42,6 +40,8 @@ def _no_stream(self, *args, **kwargs):
 
 
 def _stream_context(self, stream):
+    import contextlib
+
     return contextlib.nullcontext(stream)
 
 
@@ -50,6 +50,8 @@ def _nothing(self, *args, **kwargs):
 
 
 def apply(patcher, low_level_optim):
+    import inspect
+
     accelerator_api = sys.modules.get("colossalai.accelerator.api") or sys.modules.get("colossalai.accelerator")
     cpu_module = sys.modules.get("colossalai.accelerator.cpu_accelerator")
     if accelerator_api is None or cpu_module is None or not hasattr(cpu_module, "CpuAccelerator"):

@@ -1,0 +1,43 @@
+"""The EMA idiom ``ema = deepcopy(model)`` on a model whose attention keeps its sequence-parallel group.
+
+Without zeropatch:
+  TypeError: cannot pickle 'torch._C._distributed_c10d.ProcessGroup' object
+With `zeropatch run -- python repro.py` (or `import zeropatch` first) the copy shares the group.
+"""
+
+import os
+import socket
+from copy import deepcopy
+
+import torch
+import torch.distributed as dist
+
+
+class SeqParallelAttention(torch.nn.Module):
+    def __init__(self, hidden, sp_group):
+        super().__init__()
+        self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        self.sp_group = sp_group
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+
+
+def main():
+    if "RANK" not in os.environ:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo")
+    sp_group = dist.new_group(list(range(dist.get_world_size())))
+    model = torch.nn.Sequential(*[SeqParallelAttention(16, sp_group) for _ in range(2)]).to(torch.bfloat16)
+    ema = deepcopy(model).to(torch.float32)
+    ema.requires_grad_(False)
+    print("repro: EMA model deep-copied; it shares the group:", ema[0].sp_group is sp_group)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
