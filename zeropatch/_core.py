@@ -16,7 +16,7 @@ FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 
-PATCH_MODULES = ("param_store", "colossalai_cpu", "pg_deepcopy")
+PATCH_MODULES = ("param_store", "colossalai_cpu", "pg_deepcopy", "ds_scheduler")
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
