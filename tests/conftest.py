@@ -24,27 +24,21 @@ def clean_environment(**overrides):
     return env
 
 
-def run_python(code, *args, env=None, cwd=None, timeout=600, python=sys.executable):
+def run_command(command, env=None, cwd=None, timeout=600):
+    """Run a command line (a list) with the clean environment; returns the CompletedProcess (text)."""
+    return subprocess.run(
+        [str(part) for part in command],
+        env=env if env is not None else clean_environment(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_python(code, *args, env=None, cwd=None, timeout=600):
     """Run ``code`` (dedented) in a fresh interpreter; returns the CompletedProcess (text)."""
-    return subprocess.run(
-        [python, "-c", textwrap.dedent(code), *args],
-        env=env if env is not None else clean_environment(),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def run_file(path, *args, env=None, cwd=None, timeout=600):
-    return subprocess.run(
-        [sys.executable, str(path), *args],
-        env=env if env is not None else clean_environment(),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_command([sys.executable, "-c", textwrap.dedent(code), *args], env=env, cwd=cwd, timeout=timeout)
 
 
 def free_port():

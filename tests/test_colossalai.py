@@ -4,57 +4,22 @@ Runs against whichever colossalai the environment holds; the nox matrix runs it 
 and on 0.4.0 (last release with _param_store).
 """
 
-import re
-
 import pytest
 
-from conftest import ROOT, assert_ok, clean_environment, requires, run_ranks, run_python
+from conftest import ROOT, assert_ok, requires, run_ranks
 
 pytestmark = requires("torch", "colossalai")
 
-REPRO = ROOT / "patches" / "param_store" / "repro.py"
+LEGACY = ROOT / "patches" / "param_store" / "opensora_v1.py"
 
 RANK_PRELUDE = f'''
 import importlib.util, sys
 import torch, torch.distributed as dist
 import zeropatch
 zeropatch.install("colossalai_cpu")
-spec = importlib.util.spec_from_file_location("legacy", {str(REPRO)!r})
+spec = importlib.util.spec_from_file_location("legacy", {str(LEGACY)!r})
 legacy = importlib.util.module_from_spec(spec); spec.loader.exec_module(legacy)
 '''
-
-
-def patch_errors(name):
-    from zeropatch import _core
-
-    return _core._registry()[name].patch.errors
-
-
-def run_repro(path, patches):
-    return run_python(
-        "import sys, runpy; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
-        str(path),
-        env=clean_environment(ZEROPATCH=patches, PYTHONPATH=str(ROOT / "zeropatch" / "_bootstrap")),
-    )
-
-
-def test_param_store_repro_fails_without_and_passes_with():
-    without = run_repro(REPRO, "colossalai_cpu")
-    assert without.returncode != 0
-    assert any(re.search(pattern, without.stderr) for pattern in patch_errors("param_store")), without.stderr[-2000:]
-    with_patch = run_repro(REPRO, "all,colossalai_cpu")
-    assert_ok(with_patch)
-    assert "repro: legacy EMA update and gradient read completed" in with_patch.stdout
-
-
-def test_colossalai_cpu_repro_fails_without_and_passes_with():
-    repro = ROOT / "patches" / "colossalai_cpu" / "repro.py"
-    without = run_repro(repro, "0")
-    assert without.returncode != 0
-    assert "AssertionError: device is required" in without.stderr, without.stderr[-2000:]
-    with_patch = run_repro(repro, "colossalai_cpu")
-    assert_ok(with_patch)
-    assert "repro: LowLevelZero trained on CPU" in with_patch.stdout
 
 
 @pytest.mark.parametrize("world_size", [1, 2])
@@ -169,4 +134,23 @@ assert added, "the patch had added members"
 assert zeropatch.status("param_store")[0].state == "disabled"
 print("ok")
 ''', 1)
+    assert_ok(results)
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_fused_ema_matches_the_legacy_update_on_the_real_optimizer(world_size):
+    results = run_ranks(RANK_PRELUDE + '''
+import copy
+from zeropatch.ema import fused_update_ema
+model, ema, optimizer, booster = legacy.boosted_training(stage=2)
+module = model.unwrap()
+fused = copy.deepcopy(ema)
+for _ in range(3):
+    legacy.update_ema(ema, module, optimizer=optimizer, decay=0.9)
+    fused_update_ema(fused, module, optimizer=optimizer, decay=0.9)
+for (name, a), b in zip(fused.named_parameters(), ema.parameters()):
+    scale = b.abs().max().clamp_min(1e-30)
+    assert ((a - b).abs().max() / scale).item() <= 1e-6, name
+print("ok")
+''', world_size)
     assert_ok(results)

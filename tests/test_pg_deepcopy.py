@@ -2,11 +2,9 @@
 
 import pytest
 
-from conftest import ROOT, assert_ok, clean_environment, requires, run_python, run_ranks
+from conftest import assert_ok, requires, run_ranks
 
 pytestmark = requires("torch")
-
-REPRO = ROOT / "patches" / "pg_deepcopy" / "repro.py"
 
 MODEL = '''
 import copy, pickle, io
@@ -31,15 +29,6 @@ class Net(torch.nn.Module):
 
 model = Net().to(torch.bfloat16)
 '''
-
-
-def test_repro_fails_without_and_passes_with():
-    without = run_python(f"import runpy; runpy.run_path({str(REPRO)!r}, run_name='__main__')")
-    assert without.returncode != 0
-    assert "TypeError: cannot pickle 'torch._C._distributed_c10d.ProcessGroup' object" in without.stderr
-    with_patch = run_python(f"import zeropatch, runpy; runpy.run_path({str(REPRO)!r}, run_name='__main__')")
-    assert_ok(with_patch)
-    assert "it shares the group: True" in with_patch.stdout
 
 
 @pytest.mark.parametrize("world_size", [1, 2])

@@ -18,8 +18,9 @@ from zeropatch._core import (
     status,
     uninstall,
 )
+from zeropatch.ema import fused_update_ema
 
 __version__ = "0.1.0"
-__all__ = ["install", "uninstall", "status", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
+__all__ = ["install", "uninstall", "status", "fused_update_ema", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
 
 _activate_from_environment()

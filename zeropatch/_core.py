@@ -16,7 +16,7 @@ FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 
-PATCH_MODULES = ("param_store", "colossalai_cpu", "pg_deepcopy", "ds_scheduler")
+PATCH_MODULES = ("param_store", "colossalai_cpu", "pg_deepcopy", "fused_ema", "ds_scheduler")
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
@@ -450,7 +450,7 @@ def install(*names):
     selection, problems = parse_selection(os.environ.get(ENV_SELECT, ""))
     disabled, disable_problems = parse_disable(os.environ.get(ENV_DISABLE, ""))
     for problem in problems + disable_problems:
-        _warn_once(problem)
+        warn_once(problem)
     explicit = bool(names)
     wanted = list(names) if names else (selection or [])
     if selection is None:
@@ -481,7 +481,7 @@ def uninstall(*names):
 _WARNED = set()
 
 
-def _warn_once(message):
+def warn_once(message):
     if message not in _WARNED:
         _WARNED.add(message)
         logger().warning("zeropatch: %s", message)
