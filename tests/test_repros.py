@@ -18,6 +18,8 @@ REPROS = {
     "colossalai_cpu": (("torch", "colossalai"), None, "colossalai_cpu", {}, r"AssertionError: device is required",
                        "repro: LowLevelZero trained on CPU"),
     "pg_deepcopy": (("torch",), None, "all", {}, None, "it shares the group: True"),
+    "param_names": (("torch", "deepspeed", "accelerate"), None, "all", {}, None,
+                    "checkpoint after dispatch_model restored all 4 weights bit for bit"),
     "fused_ema": (("torch",), None, "all", {"ZEROPATCH_EMA_TARGETS": "opensora_v1:update_ema"},
                   r"SLOW PATH: the legacy per-parameter update_ema is in use",
                   "repro: update_ema swapped for zeropatch.fused_update_ema"),

@@ -16,7 +16,7 @@ FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 
-PATCH_MODULES = ("param_store", "colossalai_cpu", "pg_deepcopy", "fused_ema", "ds_scheduler")
+PATCH_MODULES = ("param_store", "pg_deepcopy", "param_names", "fused_ema", "ds_scheduler", "colossalai_cpu")
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
