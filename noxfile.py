@@ -24,6 +24,18 @@ def install_targets(session, colossalai):
 
 
 @nox.session
+def example(session):
+    """The main job: the legacy training script crashes plainly and completes under `zeropatch run`."""
+    install_targets(session, COLOSSALAI_RELEASES[0])
+    script = "examples/legacy_train.py"
+    session.log("1/2 the legacy script as it is: it must crash")
+    session.run("python", script, env={"ZEROPATCH": "0"}, success_codes=[1])
+    session.log("2/2 the same script, unmodified, under zeropatch, on two ranks")
+    session.run("zeropatch", "run", "--patches", "all,colossalai_cpu", "--",
+                "torchrun", "--standalone", "--nproc_per_node", "2", script)
+
+
+@nox.session
 @nox.parametrize("colossalai", COLOSSALAI_RELEASES)
 def tests(session, colossalai):
     install_targets(session, colossalai)

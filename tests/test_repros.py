@@ -25,6 +25,8 @@ REPROS = {
                   "repro: update_ema swapped for zeropatch.fused_update_ema"),
     "ds_scheduler": (("torch", "accelerate", "deepspeed"), None, "all", {}, None,
                      "repro: LambdaLR on DummyOptim drove DeepSpeed's optimizer"),
+    "ds_launcher_env": (("deepspeed",), None, "all", {}, r"does not forward ZEROPATCH to the other nodes",
+                        "repro: the launcher forwards ZEROPATCH=all to every node"),
 }
 
 
@@ -56,8 +58,13 @@ def test_repro_fails_without_the_patch_and_passes_with_it(name):
     without = run(name, without_patches, extra_env)
     assert without.returncode != 0, without.stdout
     output = without.stdout + without.stderr
-    patterns = [failure] if failure else _core._registry()[name].patch.errors
+    declared = _core._registry()[name].patch.errors
+    patterns = [failure] if failure else declared
     assert any(re.search(pattern, output) for pattern in patterns), output[-3000:]
+    if declared:  # `zeropatch explain` recognises the real failure
+        from zeropatch._cli import matching_patches
+
+        assert name in [patch.name for patch in matching_patches(output)]
     with_patch = run(name, with_patches, extra_env)
     assert_ok(with_patch)
     assert success in with_patch.stdout, with_patch.stdout

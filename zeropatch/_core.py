@@ -16,7 +16,15 @@ FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 
-PATCH_MODULES = ("param_store", "pg_deepcopy", "param_names", "fused_ema", "ds_scheduler", "colossalai_cpu")
+PATCH_MODULES = (
+    "param_store",
+    "pg_deepcopy",
+    "param_names",
+    "fused_ema",
+    "ds_scheduler",
+    "ds_launcher_env",
+    "colossalai_cpu",
+)
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"

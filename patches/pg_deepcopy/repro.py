@@ -35,7 +35,8 @@ def main():
     model = torch.nn.Sequential(*[SeqParallelAttention(16, sp_group) for _ in range(2)]).to(torch.bfloat16)
     ema = deepcopy(model).to(torch.float32)
     ema.requires_grad_(False)
-    print("repro: EMA model deep-copied; it shares the group:", ema[0].sp_group is sp_group)
+    print(f"repro: rank {dist.get_rank()}: EMA model deep-copied; it shares the group: {ema[0].sp_group is sp_group}\n",
+          end="", flush=True)  # one write per line: ranks share the terminal
     dist.destroy_process_group()
 
 

@@ -15,7 +15,6 @@ written. A trainable parameter replaced after initialise (the optimizer now upda
 no longer uses) gets one loud WARNING naming it; training semantics are not silently "fixed".
 """
 
-import contextlib
 import sys
 import weakref
 
@@ -87,18 +86,17 @@ def _offloaded_modules(module):
     return [sub for sub in module.modules() if utils.has_offloaded_params(sub)]
 
 
-@contextlib.contextmanager
 def _onloaded(modules):
-    """Real values of accelerate-offloaded parameters, from their offload store, for the duration."""
-    if not modules:
-        yield
-        return
-    from accelerate.utils import align_module_device
+    """A context in which accelerate-offloaded parameters hold their real values, from their offload store."""
+    import contextlib
 
-    with contextlib.ExitStack() as stack:
-        for module in modules:
-            stack.enter_context(align_module_device(module, "cpu"))
-        yield
+    with contextlib.ExitStack() as entering:  # if one module fails to onload, the others are put back
+        if modules:
+            from accelerate.utils import align_module_device
+
+            for module in modules:
+                entering.enter_context(align_module_device(module, "cpu"))
+        return entering.pop_all()
 
 
 def apply(patcher, engine_module):
@@ -155,7 +153,7 @@ PATCH = Patch(
     targets=("deepspeed.runtime.engine",),
     apply=apply,
     errors=(
-        r"failed to find frozen .* in named params",
+        r"failed to find frozen [\s\S]*?in named params",
         r"failed to find optimizer param in named params",
         r"Cannot copy out of meta tensor",
     ),
