@@ -12,7 +12,6 @@ Plain, it crashes at the first of them. With zeropatch it completes, unmodified:
 """
 
 import os
-import socket
 import sys
 import tempfile
 from copy import deepcopy
@@ -96,12 +95,8 @@ def finetune_with_deepspeed(weights, workdir):
 
 
 def main():
-    if "RANK" not in os.environ:  # `python legacy_train.py`: one local rank
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python script.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     weights = pretrain_with_colossalai()
     workdir = tempfile.mkdtemp(prefix="legacy-train-")
     finetune_with_deepspeed(weights, workdir)

@@ -7,18 +7,13 @@ Any number of ranks: `zeropatch run --patches colossalai_cpu -- torchrun --nproc
 """
 
 import os
-import socket
 
 import torch
 
 
 def main():
-    if "RANK" not in os.environ:  # a single local process, as `python repro.py`
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     import colossalai
     import torch.distributed as dist
     from colossalai.booster import Booster

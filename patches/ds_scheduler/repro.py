@@ -7,7 +7,6 @@ With `zeropatch run -- python repro.py` the LambdaLR is built on DeepSpeed's opt
 """
 
 import os
-import socket
 
 import torch
 
@@ -17,12 +16,8 @@ def warmup_then_constant(step, warmup=3):
 
 
 def main():
-    if "RANK" not in os.environ:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     from accelerate import Accelerator
     from accelerate.utils import DeepSpeedPlugin, DummyOptim
 

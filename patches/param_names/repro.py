@@ -8,7 +8,6 @@ fresh engine restores every weight bit for bit.
 """
 
 import os
-import socket
 import sys
 import tempfile
 
@@ -33,11 +32,8 @@ def engine_for(model, stage):
 
 
 def main(stage=2, device_map=None):
-    if "RANK" not in os.environ:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     import deepspeed
     from accelerate import dispatch_model
 

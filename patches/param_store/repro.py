@@ -11,7 +11,6 @@ Run (CPU, no GPU needed, colossalai_cpu supplies the device plumbing):
 """
 
 import os
-import socket
 
 import torch
 import torch.distributed as dist
@@ -19,12 +18,8 @@ from opensora_v1 import boosted_training, log_grad_norm, update_ema
 
 
 def main():
-    if "RANK" not in os.environ:  # a single local process, as `python repro.py`
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     model, ema, optimizer, booster = boosted_training(steps=1)
     x = torch.randn(4, 16).to(torch.bfloat16)
     booster.backward(model(x).float().pow(2).mean(), optimizer)

@@ -6,7 +6,6 @@ With `zeropatch run -- python repro.py` (or `import zeropatch` first) the copy s
 """
 
 import os
-import socket
 from copy import deepcopy
 
 import torch
@@ -25,11 +24,8 @@ class SeqParallelAttention(torch.nn.Module):
 
 
 def main():
-    if "RANK" not in os.environ:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     dist.init_process_group("gloo")
     sp_group = dist.new_group(list(range(dist.get_world_size())))
     model = torch.nn.Sequential(*[SeqParallelAttention(16, sp_group) for _ in range(2)]).to(torch.bfloat16)
