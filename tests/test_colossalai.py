@@ -81,6 +81,7 @@ for param in trainable:
     assert optimizer.get_param_id_for_grad(new) == id(param)
     full = optimizer.get_param_grad(param)
     assert full.shape == param.shape
+    assert torch.equal(zeropatch.full_grad(param, optimizer), full)
     rank, world = dist.get_rank(), dist.get_world_size()
     padding = optimizer.get_param_padding_size(param)
     flat = torch.nn.functional.pad(full.reshape(-1), [0, padding])

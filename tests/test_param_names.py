@@ -138,3 +138,19 @@ assert sorted(before) == sorted(after) and all(before[n] == after[n] for n in be
 print("loaded")
 ''', 1)
     assert_ok(loaded)
+
+
+def test_full_grad_reads_deepspeed_zero_gradients():
+    result = run_ranks(PRELUDE + '''
+from deepspeed.utils import safe_get_full_grad
+engine = engine_for(build(seed=0), 2)
+engine.backward(engine(torch.randn(2, 16)).pow(2).sum())
+head = engine.module[2].weight
+assert head.grad is None                                       # ZeRO keeps it elsewhere
+grad = zeropatch.full_grad(head, engine.optimizer)
+assert grad is not None and grad.shape == head.shape
+assert torch.equal(grad, safe_get_full_grad(head))
+assert zeropatch.full_grad(head, engine) is not None            # the engine itself names DeepSpeed too
+print("ok")
+''', 1)
+    assert_ok(result)

@@ -303,11 +303,11 @@ def _apply_to(entry, module):
         logger().debug("zeropatch: %s %s on %s %s: %s", patch.name, state, patch.package, version, declined)
         return
     except Exception as error:
+        reason = f"{type(error).__name__}: {error}"
         try:
             patcher.revert()
-        except Exception:
-            pass
-        reason = f"{type(error).__name__}: {error}"
+        except Exception as revert_error:  # say so: the target may be left half-patched
+            reason += f"; rolling back also failed: {type(revert_error).__name__}: {revert_error}"
         entry.targets[name] = (FAILED, reason, version)
         loud = entry.explicit or strict()
         logger().log(
