@@ -8,8 +8,9 @@ accelerator for a ``Stream`` and the optimizer synchronises and switches streams
 Changes, only while the active accelerator is the CPU one: streams become no-op placeholders and
 ``synchronize`` a no-op (CPU work is synchronous), the device assertion is passed (the dtype checks of
 ``_sanity_checks`` still run), and ``overlap_communication`` is forced off (there is no side stream to
-overlap on). Numerics are those of the real optimizer; only the device plumbing changes. For debugging
-and tests without GPUs, hence opt-in.
+overlap on). Process groups left alive are destroyed at exit, which stops the intermittent abort at
+interpreter teardown on CPU. Numerics are those of the real optimizer; only the device plumbing changes.
+For debugging and tests without GPUs, hence opt-in.
 """
 
 import sys
@@ -47,6 +48,14 @@ def _stream_context(self, stream):
 
 def _nothing(self, *args, **kwargs):
     return None
+
+
+def _destroy_process_groups_at_exit():
+    """Gloo groups still alive when Python finalises can abort the process ("terminate called without an
+    active exception", exit -6) after the script has finished: destroy them while Python still runs."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def apply(patcher, low_level_optim):
@@ -96,6 +105,10 @@ def apply(patcher, low_level_optim):
 
     patcher.wrap(optimizer, "__init__", init_without_overlap)
     patcher.wrap(optimizer, "_sanity_checks", sanity_checks_past_the_device_assert)
+    import atexit
+
+    atexit.register(_destroy_process_groups_at_exit)
+    patcher.on_revert(lambda: atexit.unregister(_destroy_process_groups_at_exit))
     return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo)"
 
 
