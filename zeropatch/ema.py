@@ -43,14 +43,15 @@ def _signature(ema_model, model, masters):
     signature = []
     for name, param in model.named_parameters():
         signature.append((name, id(param), param.dtype, param.device, param.requires_grad))
-        if masters is not None and not _skipped(name, param) and param.dtype is not masters.fp32:
-            signature.append(id(masters.of(param)))
+        if masters is not None and not _skipped(name, param):
+            signature.append(id(masters.source(param)))
     signature.extend((name, id(ema), ema.dtype, ema.device) for name, ema in ema_model.named_parameters())
     return signature
 
 
 class _Masters:
-    """The optimizer's masters, looked up only if a non-fp32 parameter needs one."""
+    """Sources under ``sharded=True``: fp32 parameters themselves, others their master from the optimizer
+    (looked up only if a non-fp32 parameter needs one)."""
 
     __slots__ = ("optimizer", "mapping", "fp32")
 
@@ -59,7 +60,9 @@ class _Masters:
         self.mapping = None
         self.fp32 = fp32
 
-    def of(self, param):
+    def source(self, param):
+        if param.dtype is self.fp32:
+            return param
         if self.mapping is None:
             self.mapping = _masters_of(self.optimizer)
         return self.mapping[id(param)]
@@ -99,7 +102,7 @@ def _build_groups(ema_model, model, masters):
     for name, param in model.named_parameters():
         if _skipped(name, param):
             continue
-        source = param if masters is None or param.dtype is masters.fp32 else masters.of(param)
+        source = param if masters is None else masters.source(param)
         ema = ema_params.get(name)
         if ema is None:
             raise KeyError(f"the EMA model has no parameter {name!r}")

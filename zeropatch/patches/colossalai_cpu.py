@@ -70,7 +70,8 @@ def apply(patcher, low_level_optim):
     optimizer = getattr(low_level_optim, "LowLevelZeroOptimizer", None)
     if optimizer is None:
         raise Skip("colossalai.zero.low_level.low_level_optim has no LowLevelZeroOptimizer")
-    if "overlap_communication" not in inspect.signature(optimizer.__init__).parameters:
+    init_signature = inspect.signature(optimizer.__init__)
+    if "overlap_communication" not in init_signature.parameters:
         raise Skip("LowLevelZeroOptimizer.__init__ takes no overlap_communication")
     if "_name" not in vars(cpu_accelerator()):
         raise Skip("CpuAccelerator keeps its name elsewhere than _name")
@@ -83,8 +84,6 @@ def apply(patcher, low_level_optim):
 
     def on_cpu():
         return isinstance(get_accelerator(), cpu_accelerator)
-
-    init_signature = inspect.signature(optimizer.__init__)
 
     def init_without_overlap(wrapped, instance, args, kwargs):
         if on_cpu():

@@ -49,22 +49,24 @@ def _refresh(engines, engine):
     """Add the module's current parameters to engine.param_names in place; prune our stale additions."""
     names = engine.param_names
     state = _tracking(engines, engine)
-    current = {}
-    for name, param in engine.module.named_parameters():
-        current[id(param)] = param
+    named = list(engine.module.named_parameters())
+    current = {id(param) for _, param in named}
+    for name, param in named:
         if names.get(param) != name:
             if param not in names:
                 state.added[id(param)] = param
             names[param] = name
     for key in [key for key in state.added if key not in current]:
         names.pop(state.added.pop(key), None)
-    _warn_replaced_trainable(state, engine)
+    _warn_replaced_trainable(state, named)
 
 
-def _warn_replaced_trainable(state, engine):
+def _warn_replaced_trainable(state, named):
+    """One WARNING for trainable parameters (``named``: the module's current (name, param)) that are no
+    longer the objects the optimizer was built with."""
     replaced = [
         name
-        for name, param in engine.module.named_parameters()
+        for name, param in named
         if name in state.initial and param is not state.initial[name] and state.initial[name].requires_grad
     ]
     new = [name for name in replaced if name not in state.warned]
@@ -133,7 +135,7 @@ def apply(patcher, engine_module):
         return wrapped(*args, **kwargs)
 
     def step_checking_replacements(wrapped, instance, args, kwargs):
-        _warn_replaced_trainable(_tracking(engines, instance), instance)
+        _warn_replaced_trainable(_tracking(engines, instance), instance.module.named_parameters())
         return wrapped(*args, **kwargs)
 
     for reader in READERS:
