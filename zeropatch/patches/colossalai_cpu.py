@@ -8,8 +8,8 @@ accelerator for a ``Stream`` and the optimizer synchronises and switches streams
 Changes, only while the active accelerator is the CPU one: streams become no-op placeholders and
 ``synchronize`` a no-op (CPU work is synchronous), the device assertion is passed (the dtype checks of
 ``_sanity_checks`` still run), and ``overlap_communication`` is forced off (there is no side stream to
-overlap on). Process groups left alive are destroyed at exit, which stops the intermittent abort at
-interpreter teardown on CPU. Numerics are those of the real optimizer; only the device plumbing changes.
+overlap on). At exit, ranks wait (bounded) for each other and destroy the process groups, which stops the
+intermittent gloo abort at teardown on CPU. Numerics are those of the real optimizer; only the device plumbing changes.
 For debugging and tests without GPUs, hence opt-in.
 """
 
@@ -50,12 +50,23 @@ def _nothing(self, *args, **kwargs):
     return None
 
 
+EXIT_BARRIER_SECONDS = 30
+
+
 def _destroy_process_groups_at_exit():
-    """Gloo groups still alive when Python finalises can abort the process ("terminate called without an
-    active exception", exit -6) after the script has finished: destroy them while Python still runs."""
+    """Gloo groups torn down while a peer still uses them can abort a finished process ("terminate called
+    without an active exception", exit -6). At exit, wait (bounded) for every rank to get there, then
+    destroy the groups while Python still runs."""
     dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    import datetime
+
+    try:
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_SECONDS))
+    except Exception:  # a rank that died or exits much later: tear down anyway
+        pass
+    dist.destroy_process_group()
 
 
 def apply(patcher, low_level_optim):
