@@ -108,7 +108,15 @@ def test_no_stale_plan_when_parameters_change_between_calls(torch):
     legacy.extra = copy.deepcopy(model.extra).requires_grad_(False)
     fused.extra = copy.deepcopy(model.extra).requires_grad_(False)
     both()
+    model.left, model.right = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+    for ema in (legacy, fused):
+        ema.left, ema.right = copy.deepcopy(model.left), copy.deepcopy(model.right)
+    both()
+    model.left, model.right = model.right, model.left  # renamed: the same objects under each other's names
+    both()
     del model.extra  # removed
+    both()
+    model.blocks[0].weight.data = model.blocks[0].weight.data.double()  # cast in place: same object, new dtype
     both()
     fused.to(torch.float64)  # the EMA cast in place: same Parameter objects, new dtype
     legacy.to(torch.float64)

@@ -10,13 +10,15 @@ them), a few megabytes at a time into one reused buffer that stays in cache.
 One ``torch._foreach_lerp_`` per (device, dtype) group reads two tensors and writes one: 3 memory units
 per element where ``mul_`` + ``add_`` take 5, and a handful of kernel launches instead of two per tensor.
 The pairing of EMA tensors with their sources is cached per EMA model and re-checked on every call against
-the live parameters (identity, dtype, device, requires_grad, and the master each maps to), so that a
-parameter replaced, added, removed, frozen or cast between calls never meets a stale plan.
+the live module trees (every module's parameter and child names, each parameter's identity, dtype, device
+and requires_grad) and the master each parameter maps to, so that a parameter replaced, added, removed,
+renamed, frozen or cast between calls never meets a stale plan. The check reads the trees directly rather
+than through ``named_parameters()`` (which builds every name): about a quarter of the cost.
 """
 
 import weakref
 
-_PLANS = weakref.WeakKeyDictionary()  # ema_model -> (signature, groups from _build_groups)
+_PLANS = weakref.WeakKeyDictionary()  # ema_model -> _Plan
 
 
 def _masters_of(optimizer):
@@ -34,19 +36,21 @@ def _masters_of(optimizer):
     )
 
 
-def _skipped(name, param):
-    return name == "pos_embed" or not param.requires_grad
-
-
-def _signature(ema_model, model, masters):
-    """What a plan depends on: parameter identities, dtypes, devices, requires_grad, and masters."""
-    signature = []
-    for name, param in model.named_parameters():
-        signature.append((name, id(param), param.dtype, param.device, param.requires_grad))
-        if masters is not None and not _skipped(name, param):
-            signature.append(id(masters.source(param)))
-    signature.extend((name, id(ema), ema.dtype, ema.device) for name, ema in ema_model.named_parameters())
-    return signature
+def _layout(module):
+    """Everything ``named_parameters()`` and a plan depend on, read without building names: for every module
+    reached through ``_modules``, its parameter and child names, and each parameter's identity, dtype,
+    device and requires_grad. Equal layouts mean the same named parameters with the same properties."""
+    layout = []
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        parameters, children = current._parameters, current._modules
+        layout.append(tuple(parameters))
+        layout.append(tuple(children))
+        for param in parameters.values():
+            layout.append(None if param is None else (id(param), param.dtype, param.device, param.requires_grad))
+        pending.extend(child for child in children.values() if child is not None)
+    return layout
 
 
 class _Masters:
@@ -95,27 +99,41 @@ class _CastChunks:
             self.views.append(views)
 
 
-def _build_groups(ema_model, model, masters):
-    """[(ema tensors, sources, _CastChunks or None)], one entry per EMA (device, dtype) and source kind."""
-    ema_params = dict(ema_model.named_parameters())
-    grouped = {}
-    for name, param in model.named_parameters():
-        if _skipped(name, param):
-            continue
-        source = param if masters is None else masters.source(param)
-        ema = ema_params.get(name)
-        if ema is None:
-            raise KeyError(f"the EMA model has no parameter {name!r}")
-        if ema.shape != source.shape:
-            raise ValueError(f"EMA parameter {name!r} has shape {tuple(ema.shape)}, its source {tuple(source.shape)}")
-        same_kind = source.dtype == ema.dtype and source.device == ema.device
-        emas, sources = grouped.setdefault((ema.device, ema.dtype, same_kind), ([], []))
-        emas.append(ema)
-        sources.append(source)
-    return [
-        (emas, sources, None if same_kind else _CastChunks(emas))
-        for (_, _, same_kind), (emas, sources) in grouped.items()
-    ]
+class _Plan:
+    """The groups of one EMA model: [(ema tensors, sources, _CastChunks or None)], one per EMA (device, dtype)
+    and source kind; with the layouts and the (parameter, master) pairs they were built from."""
+
+    __slots__ = ("layouts", "sharded", "mastered", "groups")
+
+    def __init__(self, layouts, ema_model, model, masters):
+        self.layouts, self.sharded, self.mastered = layouts, masters is not None, []
+        ema_params = dict(ema_model.named_parameters())
+        grouped = {}
+        for name, param in model.named_parameters():
+            if name == "pos_embed" or not param.requires_grad:
+                continue
+            source = param if masters is None else masters.source(param)
+            if source is not param:
+                self.mastered.append((param, source))
+            ema = ema_params.get(name)
+            if ema is None:
+                raise KeyError(f"the EMA model has no parameter {name!r}")
+            if ema.shape != source.shape:
+                raise ValueError(f"EMA parameter {name!r} has shape {tuple(ema.shape)}, its source {tuple(source.shape)}")
+            same_kind = source.dtype == ema.dtype and source.device == ema.device
+            emas, sources = grouped.setdefault((ema.device, ema.dtype, same_kind), ([], []))
+            emas.append(ema)
+            sources.append(source)
+        self.groups = [
+            (emas, sources, None if same_kind else _CastChunks(emas))
+            for (_, _, same_kind), (emas, sources) in grouped.items()
+        ]
+
+    def fits(self, layouts, masters):
+        """Whether this plan still pairs every EMA tensor with its current source."""
+        if layouts != self.layouts or (masters is not None) != self.sharded:
+            return False
+        return all(masters.source(param) is master for param, master in self.mastered)
 
 
 def fused_update_ema(ema_model, model, optimizer=None, decay=0.9999, sharded=True):
@@ -125,12 +143,12 @@ def fused_update_ema(ema_model, model, optimizer=None, decay=0.9999, sharded=Tru
 
     with torch.no_grad():
         masters = _Masters(optimizer, torch.float32) if sharded else None
-        signature = _signature(ema_model, model, masters)
-        cached = _PLANS.get(ema_model)
-        if cached is None or cached[0] != signature:
-            cached = _PLANS[ema_model] = (signature, _build_groups(ema_model, model, masters))
+        layouts = (_layout(model), _layout(ema_model))
+        plan = _PLANS.get(ema_model)
+        if plan is None or not plan.fits(layouts, masters):
+            plan = _PLANS[ema_model] = _Plan(layouts, ema_model, model, masters)
         weight = 1.0 - decay
-        for emas, sources, cast_chunks in cached[1]:
+        for emas, sources, cast_chunks in plan.groups:
             if cast_chunks is None:
                 torch._foreach_lerp_(emas, sources, weight)
                 continue
