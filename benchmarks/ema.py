@@ -107,5 +107,6 @@ def main():
     print(f"  fused moves {moved / fused / 1e9:.1f} GB/s; share of the copy-derived bound: {bound / copy_ratio * 100:.0f}% "
           "(target: GPU >= 80%)")
 
+
 if __name__ == "__main__":
     main()

@@ -47,11 +47,12 @@ def configured_homes():
 def _check_contract(function):
     import inspect
 
-    parameters = list(inspect.signature(function).parameters.values())
+    signature = inspect.signature(function)
+    parameters = list(signature.parameters.values())
     names = tuple(parameter.name for parameter in parameters)
     if names[: len(CONTRACT)] != CONTRACT or any(p.default is inspect.Parameter.empty for p in parameters[2:]):
-        raise Skip(f"{function.__qualname__}{inspect.signature(function)} does not match the contract {CONTRACT}")
-    return inspect.signature(function)
+        raise Skip(f"{function.__qualname__}{signature} does not match the contract {CONTRACT}")
+    return signature
 
 
 def _fused_in_place_of(signature):
