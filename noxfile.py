@@ -1,43 +1,124 @@
-"""Test environments: one per ColossalAI release, each with the real torch (CPU), DeepSpeed and accelerate.
+"""Test environments, each with the real targets on CPU (gloo), built once and reused.
 
-colossalai is installed with --no-deps (its metadata pins torch<=2.5.1 and transformers==4.51.3) and
-then only what its import really needs. Everything goes through tests/constraints.txt so that no
-package can drag in a CUDA build of torch.
+- ``tests(colossalai='0.5.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.5.0 (new optimizer API),
+  today's transformers / peft / pandas.
+- ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
+  transformers / peft it pins, pandas 2: where the newer patches must report ``not-needed``.
+- ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
+  build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
+  accelerate; colossalai 0.5.0. The versions it got are printed first.
+- ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
+- ``example``: the main job (on the ``today`` stack: its script imports torchvision).
+
+colossalai is installed with --no-deps (its metadata pins torch<=2.5.1 and transformers==4.51.3) and then only
+what its import really needs. DeepSpeed is built from source with its shared-memory communication op compiled
+at install time (DS_BUILD_SHM_COMM=1): nothing is JIT-compiled at run time, so no run reads or writes the user's
+~/.cache/torch_extensions. The CPU sessions go through tests/constraints.txt, so that no package can drag in
+a CUDA build of torch.
 """
 
 import nox
 
-nox.options.sessions = ["tests"]
+nox.options.sessions = ["tests", "today"]
 nox.options.reuse_existing_virtualenvs = True
 
-COLOSSALAI_RELEASES = ["0.5.0", "0.4.0"]  # new optimizer API / last release with _param_store
 CONSTRAINTS = ("-c", "tests/constraints.txt")
-COLOSSALAI_IMPORT_NEEDS = ["transformers", "peft", "galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
+COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
+STACKS = {  # colossalai release -> the transformers / peft / pandas stack it is tested with
+    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1"],
+    "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3"],
+}
+DEEPSPEED = "deepspeed==0.19.8"
+REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel"
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av"
+TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
+           "pandarallel", "av", "wrapt")
+DS_OP_BUILT = (
+    "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
+    "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
+    "'deepspeed_shm_comm_op*.so')) else 1)"
+)
 
 
-def install_targets(session, colossalai):
-    session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", "pytest")
-    session.install(*CONSTRAINTS, "deepspeed", "accelerate", env={"DS_BUILD_OPS": "0"})
-    session.install(*CONSTRAINTS, *COLOSSALAI_IMPORT_NEEDS)
+def install_deepspeed(session, requirement, *pins):
+    """DeepSpeed with its CPU communication op built now, once per environment (never JIT at run time)."""
+    if session.run("python", "-c", DS_OP_BUILT, success_codes=[0, 1], silent=True) is True:
+        return
+    session.install(*pins, "setuptools", "wheel", "ninja", "packaging", "numpy")
+    session.install("--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps", requirement,
+                    env={"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"})
+    session.run("python", "-c", DS_OP_BUILT, silent=True)
+
+
+def install_cpu_targets(session, colossalai):
+    session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", "pytest", "pytest-timeout")
+    install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
+    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
 
+def run_suite(session, required):
+    session.run("zeropatch", "status")
+    session.run("pytest", *(session.posargs or ["tests"]), env={"ZEROPATCH_TEST_REQUIRE": required})
+
+
+def install_today_targets(session):
+    session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
+    install_deepspeed(session, "deepspeed")
+    session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av",
+                    *COLOSSALAI_IMPORT_NEEDS)
+    session.install("--no-deps", "colossalai==0.5.0")
+    session.install(".")
+    session.run("python", "-c", "import importlib.metadata as m; print('today:', ', '.join("
+                f"f'{{name}} {{m.version(name)}}' for name in {TARGETS!r}))")
+
+
 @nox.session
 def example(session):
-    """The main job: the legacy training script crashes plainly and completes under `zeropatch run`."""
-    install_targets(session, COLOSSALAI_RELEASES[0])
-    script = "examples/legacy_train.py"
-    session.log("1/2 the legacy script as it is: it must crash")
-    session.run("python", script, env={"ZEROPATCH": "0"}, success_codes=[1])
-    session.log("2/2 the same script, unmodified, under zeropatch, on two ranks")
-    session.run("zeropatch", "run", "--patches", "all,colossalai_cpu", "--",
-                "torchrun", "--standalone", "--nproc_per_node", "2", script)
+    """The main job: the legacy training script, breakage by breakage, then whole under `zeropatch run`."""
+    install_today_targets(session)
+    session.run("python", "examples/main_job.py")
 
 
 @nox.session
-@nox.parametrize("colossalai", COLOSSALAI_RELEASES)
+@nox.parametrize("colossalai", list(STACKS))
 def tests(session, colossalai):
-    install_targets(session, colossalai)
-    session.run("zeropatch", "status")
-    session.run("pytest", *(session.posargs or ["tests"]), env={"ZEROPATCH_TEST_REQUIRE_ALL": "1"})
+    install_cpu_targets(session, colossalai)
+    run_suite(session, REQUIRED_CPU)
+
+
+@nox.session
+def today(session):
+    """The whole suite on what `pip install` gives today (unpinned), with the versions it got printed first."""
+    install_today_targets(session)
+    run_suite(session, REQUIRED_TODAY)
+
+
+SWEEP_BASES = {  # stack -> what its environment holds besides the releases tools/sweep.py installs one by one
+    "colossalai": [*CONSTRAINTS, "torch", "transformers==4.51.3", "peft==0.13.2", *COLOSSALAI_IMPORT_NEEDS],
+    "deepspeed": [*CONSTRAINTS, "torch", "transformers", "setuptools", "wheel", "ninja", "packaging", "numpy"],
+    "transformers": [*CONSTRAINTS, "torch", "safetensors", "sentencepiece"],
+    "pandas": [*CONSTRAINTS, "pandarallel"],
+    "torchvision": ["av", "numpy"],
+    "torch": [*CONSTRAINTS, "torch", "numpy"],  # the CPU build the test sessions use, for the torch-level patches
+}
+
+
+@nox.session
+@nox.parametrize("stack", list(SWEEP_BASES))
+def sweep(session, stack):
+    """The release sweep (about an hour on 2 cores): every patch's repro and tests on each release its claims name,
+    then README's compatibility table, written from the results (compat/results/) by tools/compat_table.py."""
+    constraints = CONSTRAINTS if stack != "torchvision" else ()
+    session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
+    session.install(*constraints, ".")
+    session.run("python", "tools/sweep.py", stack)
+    session.notify("compat_table")
+
+
+@nox.session
+def compat_table(session):
+    """README's compatibility table and each patch README's verified releases, from the sweep's results."""
+    session.install(".")
+    session.run("python", "tools/compat_table.py")

@@ -1,74 +1,159 @@
-"""Test harness: fresh interpreters and multi-rank gloo jobs on loopback.
+"""Test harness: fresh interpreters and multi-rank gloo jobs on loopback, every one of them bounded.
 
 Patches and process groups are process-global, so every test that installs a patch or starts a group
-runs its body in a subprocess of its own.
+runs its body in a subprocess of its own. Every subprocess gets a private cache folder (XDG_CACHE_HOME,
+TORCH_EXTENSIONS_DIR) made for this test session, so nothing reads or writes the user's caches: a stale
+JIT lock left in ~/.cache by a killed run elsewhere can never stall a test, and two runs at once never
+share a build folder. A step that outlives its bound is killed with its whole process group and the test
+fails naming the step, with the last lines it printed.
 """
 
 import os
-import socket
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS")
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
+ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT")
+STEP_SECONDS = 300  # the default bound of one subprocess step
+PRIVATE_CACHE = tempfile.mkdtemp(prefix="zeropatch-test-cache-")  # this test session's, removed by nothing shared
 
 
 def clean_environment(**overrides):
     env = {key: value for key, value in os.environ.items() if key not in ZEROPATCH_VARIABLES}
-    env.update({"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"})
+    env.update({
+        "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+        "XDG_CACHE_HOME": PRIVATE_CACHE, "TORCH_EXTENSIONS_DIR": os.path.join(PRIVATE_CACHE, "torch_extensions"),
+        "HF_HUB_OFFLINE": "1", "HF_HOME": os.path.join(PRIVATE_CACHE, "huggingface"),
+    })
     env.update({key: str(value) for key, value in overrides.items()})
     return env
 
 
-def run_command(command, env=None, cwd=None, timeout=600):
-    """Run a command line (a list) with the clean environment; returns the CompletedProcess (text)."""
-    return subprocess.run(
-        [str(part) for part in command],
-        env=env if env is not None else clean_environment(),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+class StepHung(AssertionError):
+    pass
 
 
-def run_python(code, *args, env=None, cwd=None, timeout=600):
+def _tail(text, lines=15):
+    return "\n".join((text or "").splitlines()[-lines:])
+
+
+def _finish(process, step, timeout, hung):
+    """Wait for ``process``; on timeout kill its process group and record the hang. Returns (out, err)."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill(process)
+        out, err = process.communicate()
+        hung.append(f"{step} hung for more than {timeout} s and was killed; last output:\n{_tail(out)}\n{_tail(err)}")
+        return out, err
+
+
+def _start(command, env, cwd):
+    return subprocess.Popen([str(part) for part in command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def run_command(command, env=None, cwd=None, timeout=STEP_SECONDS, step=None):
+    """Run a command line (a list) with the clean environment, bounded; returns the CompletedProcess (text)."""
+    step = step or " ".join(str(part) for part in command)[:200]
+    process = _start(command, env if env is not None else clean_environment(), cwd)
+    hung = []
+    out, err = _finish(process, step, timeout, hung)
+    if hung:
+        raise StepHung(hung[0])
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def run_python(code, *args, env=None, cwd=None, timeout=STEP_SECONDS, step=None):
     """Run ``code`` (dedented) in a fresh interpreter; returns the CompletedProcess (text)."""
-    return run_command([sys.executable, "-c", textwrap.dedent(code), *args], env=env, cwd=cwd, timeout=timeout)
+    code = textwrap.dedent(code)
+    return run_command([sys.executable, "-c", code, *args], env=env, cwd=cwd, timeout=timeout,
+                       step=step or f"python -c {code.strip().splitlines()[0][:80]!r}...")
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def run_ranks(code, world_size, env=None, timeout=600, cwd=None):
-    """Run ``code`` as ``world_size`` gloo ranks on 127.0.0.1 (torchrun's variables); returns the results."""
-    port = free_port()
+def start_ranks(code, world_size, env=None, cwd=None):
+    """Start ``code`` as ``world_size`` gloo ranks on 127.0.0.1 (torchrun's variables; rank 0 hosts the store on a
+    port the kernel picks, see RENDEZVOUS_PRELUDE); returns the processes, one per rank."""
     base = env if env is not None else clean_environment()
+    rendezvous = tempfile.mkdtemp(prefix="zeropatch-rendezvous-")
+    code = textwrap.dedent(code)
     processes = []
     for rank in range(world_size):
-        rank_env = dict(base, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                        LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size))
-        processes.append(subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(code)], env=rank_env, cwd=cwd,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
-    results = []
-    for process in processes:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
+                        LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", ZEROPATCH_TEST_RENDEZVOUS=rendezvous,
+                        TORCHELASTIC_USE_AGENT_STORE="True")  # every rank joins rank 0's store, as under torchrun
+        processes.append(_start([sys.executable, "-c", RENDEZVOUS_PRELUDE + code], rank_env, cwd))
+    return processes
+
+
+def kill(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_ranks(code, world_size, env=None, timeout=STEP_SECONDS, cwd=None, step="ranks"):
+    """Run ``code`` as ``world_size`` ranks (``start_ranks``), bounded; returns the results, one per rank."""
+    processes = start_ranks(code, world_size, env, cwd)
+    results, hung = [], []
+    for rank, process in enumerate(processes):
+        out, err = _finish(process, f"{step}: rank {rank} of {world_size}", timeout, hung)
+        if hung:  # the others would wait for the hung rank: stop them too
             for other in processes:
-                other.kill()
-            raise
+                kill(other)
         results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    if hung:
+        raise StepHung("\n".join(hung))
     return results
+
+
+# Rank 0 hosts the job's TCPStore on port 0 (the kernel picks a free one) and publishes the port in a file; every
+# rank, rank 0 included, then joins it as a client (TORCHELASTIC_USE_AGENT_STORE, torchrun's own arrangement).
+# No port is chosen before it is bound, so two test runs at once can never collide.
+RENDEZVOUS_PRELUDE = '''
+import os as _os, time as _time
+def _zeropatch_test_rendezvous():
+    folder = _os.environ["ZEROPATCH_TEST_RENDEZVOUS"]
+    published = _os.path.join(folder, "port")
+    if _os.environ["RANK"] == "0":
+        from torch.distributed import TCPStore
+        import datetime
+        store = TCPStore("127.0.0.1", 0, int(_os.environ["WORLD_SIZE"]), True, datetime.timedelta(seconds=120),
+                         wait_for_workers=False)
+        with open(published + ".tmp", "w") as file:
+            file.write(str(store.port))
+        _os.replace(published + ".tmp", published)
+        _os.environ["MASTER_PORT"] = str(store.port)
+        return store
+    deadline = _time.monotonic() + 120
+    while not _os.path.exists(published):
+        if _time.monotonic() > deadline:
+            raise TimeoutError("rank 0 never published its store port")
+        _time.sleep(0.05)
+    _os.environ["MASTER_PORT"] = open(published).read()
+    return None
+_ZEROPATCH_TEST_STORE = _zeropatch_test_rendezvous()
+'''
+
+
+# Code a case runs first to see what zeropatch logs: `records` holds (level name, message) of every record.
+CAPTURE_ZEROPATCH_LOG = '''
+import logging
+records = []
+class _Keep(logging.Handler):
+    def emit(self, record):
+        records.append((record.levelname, record.getMessage()))
+logging.getLogger("zeropatch").addHandler(_Keep())
+logging.getLogger("zeropatch").setLevel(logging.DEBUG)
+'''
 
 
 def assert_ok(result):
@@ -77,17 +162,34 @@ def assert_ok(result):
         assert one.returncode == 0, f"exit {one.returncode}\n--- stdout\n{one.stdout}\n--- stderr\n{one.stderr}"
 
 
+def required_targets():
+    """The modules this test session must have (ZEROPATCH_TEST_REQUIRE, set by the nox sessions): a missing one is
+    an error, not a skip, so that CI can never pass by skipping."""
+    return {name.strip() for name in os.environ.get("ZEROPATCH_TEST_REQUIRE", "").split(",") if name.strip()}
+
+
 def installed(module):
-    """Whether ``module`` can be imported, without importing it. Under ZEROPATCH_TEST_REQUIRE_ALL=1
-    (set by the nox sessions) a missing target is an error, so that CI can never pass by skipping."""
+    """Whether ``module`` can be imported, without importing it (an error if the session requires it)."""
     import importlib.util
 
     found = importlib.util.find_spec(module) is not None
-    if not found and os.environ.get("ZEROPATCH_TEST_REQUIRE_ALL") == "1":
-        raise RuntimeError(f"{module} must be installed for this test run (ZEROPATCH_TEST_REQUIRE_ALL=1)")
+    if not found and module in required_targets():
+        raise RuntimeError(f"{module} must be installed for this test session (ZEROPATCH_TEST_REQUIRE)")
     return found
 
 
 def requires(*modules):
     missing = [module for module in modules if not installed(module)]
     return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
+
+
+def distribution_version(name):
+    """The installed version tuple of a distribution, or None."""
+    import importlib.metadata
+
+    from zeropatch._core import version_tuple
+
+    try:
+        return version_tuple(importlib.metadata.version(name))
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -155,3 +155,59 @@ for (name, a), b in zip(fused.named_parameters(), ema.parameters()):
 print("ok")
 ''', world_size)
     assert_ok(results)
+
+
+@pytest.mark.parametrize("adamw_mode,weight_decay", [(True, 0.1), (False, 0.05), (True, 0.0)])
+def test_hybrid_adam_on_cpu_steps_as_torch_adam(adamw_mode, weight_decay):
+    results = run_ranks(RANK_PRELUDE + f'''
+from colossalai.nn.optimizer import HybridAdam
+torch.manual_seed(0)
+ours, reference = torch.nn.Linear(16, 8), torch.nn.Linear(16, 8)
+reference.load_state_dict(ours.state_dict())
+hybrid = HybridAdam(ours.parameters(), lr=1e-2, betas=(0.9, 0.99), eps=1e-6, weight_decay={weight_decay},
+                    adamw_mode={adamw_mode})
+assert type(hybrid.cpu_adam_op).__name__ == "TorchCpuAdam"
+torch_optimizer = (torch.optim.AdamW if {adamw_mode} else torch.optim.Adam)(
+    reference.parameters(), lr=1e-2, betas=(0.9, 0.99), eps=1e-6, weight_decay={weight_decay})
+for _ in range(5):
+    x = torch.randn(4, 16)
+    for model, optimizer in ((ours, hybrid), (reference, torch_optimizer)):
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+for a, b in zip(ours.parameters(), reference.parameters()):
+    torch.testing.assert_close(a, b, rtol=1.3e-6, atol=1e-7)   # fp32 rounding
+print("ok")
+''', 1)
+    assert_ok(results)
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_hybrid_adam_under_low_level_zero_trains_as_torch_adamw(world_size):
+    results = run_ranks(RANK_PRELUDE + '''
+from colossalai.booster import Booster
+from colossalai.booster.plugin import LowLevelZeroPlugin
+from colossalai.nn.optimizer import HybridAdam
+import colossalai
+colossalai.launch_from_torch({}, seed=0)   # the Open-Sora 1.0 spelling: works on every release
+
+def train(make_optimizer):
+    torch.manual_seed(0)
+    model = legacy.TinyDiT()
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad])
+    booster = Booster(plugin=LowLevelZeroPlugin(stage=2, precision="fp32"))
+    model, optimizer, *_ = booster.boost(model, optimizer)
+    generator = torch.Generator().manual_seed(1 + dist.get_rank())
+    for _ in range(3):
+        booster.backward(model(torch.randn(4, 16, generator=generator)).pow(2).mean(), optimizer)
+        optimizer.step()
+        optimizer.zero_grad()
+    return [p.detach().clone() for p in model.unwrap().parameters()]
+
+hybrid = train(lambda params: HybridAdam(params, lr=1e-2, weight_decay=0.01, adamw_mode=True))
+reference = train(lambda params: torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01))
+for a, b in zip(hybrid, reference):
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+print("ok")
+''', world_size)
+    assert_ok(results)

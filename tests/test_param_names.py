@@ -1,7 +1,6 @@
 """param_names with real DeepSpeed + accelerate (CPU, gloo): checkpoints after dispatch_model / replaced
 parameters save and restore every weight bit for bit; the warning for replaced trainable parameters."""
 
-import json
 
 import pytest
 

@@ -21,7 +21,7 @@ from zeropatch._core import (
 from zeropatch.ema import fused_update_ema
 from zeropatch.grads import full_grad
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["install", "uninstall", "status", "fused_update_ema", "full_grad", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
 
 _activate_from_environment()

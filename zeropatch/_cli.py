@@ -1,18 +1,17 @@
-"""The ``zeropatch`` command: status, explain, run, bootstrap-path."""
+"""The ``zeropatch`` command: status, explain, run, check, bootstrap-path."""
 
 import argparse
 import json
 import os
-import re
+import shutil
+import subprocess
 import sys
+import textwrap
 
-from zeropatch import _core
+from zeropatch import _core, _job
 
-VERSIONED = ("torch", "colossalai", "deepspeed", "accelerate", "wrapt")
-
-
-def bootstrap_path():
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "wrapt")
+REASON_MIN_WIDTH = 48  # the longest module name in a reason fits unbroken
 
 
 def detected_versions():
@@ -22,11 +21,27 @@ def detected_versions():
     return versions
 
 
-def _table(rows, headers):
-    widths = [max(len(str(row[i])) for row in [headers] + rows) for i in range(len(headers))]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers] + rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+def _terminal_width():
+    return max(shutil.get_terminal_size(fallback=(100, 24)).columns, 60)
+
+
+def status_table(records, versions, width):
+    """Rows of ``patch state set reason``, the reason (with the affected and found versions) wrapped to ``width``:
+    beside the row where there is room for it, under the row on a narrow terminal."""
+    lines = textwrap.wrap("  ".join(f"{name} {version}" for name, version in versions.items()), width)
+    headers = ("patch", "state", "set")
+    rows = [(r.name, r.state, "default" if r.default else "opt-in") for r in records]
+    widths = [max(len(row[i]) for row in rows + [headers]) for i in range(len(headers))]
+    indent = sum(widths) + 2 * len(widths)
+    beside = width - indent >= REASON_MIN_WIDTH
+    indent, reason_width = (indent, width - indent) if beside else (4, width - 4)
+    lines += ["", ("  ".join(h.ljust(w) for h, w in zip(headers, widths)) + ("  reason" if beside else "")).rstrip()]
+    for row, record in zip(rows, records):
+        wrapped = textwrap.wrap(f"{record.reason} [{record.versions}]", reason_width, break_on_hyphens=False) or [""]
+        head = "  ".join(cell.ljust(w) for cell, w in zip(row, widths))
+        lines += [head + "  " + wrapped.pop(0)] if beside else [head.rstrip()]
+        lines += [" " * indent + more for more in wrapped]
+    return lines
 
 
 def cmd_status(args):
@@ -34,25 +49,32 @@ def cmd_status(args):
     versions = detected_versions()
     if args.json:
         print(json.dumps({"versions": versions, "patches": [record.as_dict() for record in records]}, indent=2))
-        return 0
-    print("  ".join(f"{name} {version}" for name, version in versions.items()))
-    print()
-    rows = [(r.name, r.state, "default" if r.default else "opt-in", r.versions, r.reason) for r in records]
-    print(_table(rows, ("patch", "state", "set", "affected versions", "reason")))
+    else:
+        print("\n".join(status_table(records, versions, _terminal_width())))
     return 0
 
 
-def matching_patches(text):
-    return [
-        entry.patch
-        for entry in _core._registry().values()
-        if any(re.search(pattern, text) for pattern in entry.patch.errors)
-    ]
+def how_to_turn_on(patch):
+    selection = "1" if patch.default else f"all,{patch.name}"
+    if patch.default:
+        first = "add `import zeropatch` at the top of the script (a default patch), or"
+    else:
+        first = f"add `import zeropatch; zeropatch.install({patch.name!r})` (an opt-in patch), or"
+    return [first, f"run with `zeropatch run --patches {selection} -- python train.py ...`, or",
+            f"set ZEROPATCH={selection} in the environment"]
 
 
 def cmd_explain(args):
-    text = " ".join(args.text) if args.text and args.text != ["-"] else sys.stdin.read()
-    patches = matching_patches(text)
+    if args.text and args.text != ["-"]:
+        text = " ".join(args.text)
+    elif sys.stdin.isatty():
+        print("zeropatch explain: give the error text as an argument, or pipe a traceback in:\n"
+              "  zeropatch explain \"AttributeError: 'DummyOptim' object has no attribute 'param_groups'\"\n"
+              "  python train.py 2>&1 | zeropatch explain", file=sys.stderr)
+        return 2
+    else:
+        text = sys.stdin.read()
+    patches = _core.patches_for_error(text)
     if not patches:
         print("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
         return 1
@@ -62,67 +84,68 @@ def cmd_explain(args):
         print(f"  affected: {record.versions}")
         print(f"  here: {record.state} ({record.reason})")
         print("  turn it on:")
-        if patch.default:
-            print("    add `import zeropatch` at the top of the script (default patch), or")
-        else:
-            print(f"    add `import zeropatch; zeropatch.install({patch.name!r})`, or")
-        print(f"    run with `zeropatch run --patches {patch.name} -- python train.py ...`, or")
-        print(f"    set ZEROPATCH={'1' if patch.default else '1,' + patch.name} in the environment")
+        for line in how_to_turn_on(patch):
+            print(f"    {line}")
     return 0
 
 
 def cmd_bootstrap_path(args):
-    print(bootstrap_path())
+    print(_job.bootstrap_path())
     return 0
 
 
-def run_environment(environ, patches):
-    """The environment `zeropatch run` gives its command: the selection and the bootstrap folder."""
-    env = dict(environ)
-    if patches is not None:
-        env[_core.ENV_SELECT] = patches
-    elif env.get(_core.ENV_SELECT, "").strip() in ("", "0"):
-        env[_core.ENV_SELECT] = "1"
-    folder = bootstrap_path()
-    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != folder]
-    env["PYTHONPATH"] = os.pathsep.join([folder] + paths)
-    return env
+def _command(args):
+    return args.command[1:] if args.command[:1] == ["--"] else args.command
+
+
+def _valid_selection(option, value):
+    names, problems = _core.parse_selection(value)
+    if problems or names is None:
+        print(f"zeropatch: {option} {value!r}: {_core.choices_text()}", file=sys.stderr)
+        return False
+    return True
 
 
 def cmd_run(args):
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = _command(args)
     if not command:
         print("zeropatch run: no command given; usage: zeropatch run [--patches a,b] -- CMD [ARGS...]", file=sys.stderr)
         return 2
-    if args.patches is not None:
-        names, problems = _core.parse_selection(args.patches)
-        if problems or names is None:
-            print(f"zeropatch run: --patches {args.patches!r}: {_core.choices_text()}", file=sys.stderr)
-            return 2
-    env = run_environment(os.environ, args.patches)
-    try:
-        os.execvpe(command[0], command, env)
-    except FileNotFoundError:
-        print(f"zeropatch run: command not found: {command[0]}", file=sys.stderr)
-        return 127
-    except PermissionError:
-        print(f"zeropatch run: permission denied: {command[0]}", file=sys.stderr)
-        return 126
+    if args.patches is not None and not _valid_selection("run --patches", args.patches):
+        return 2
+    return _job.run(command, args.patches)
+
+
+def cmd_check(args):
+    if not os.path.isfile(args.script):
+        print(f"zeropatch check: no such script: {args.script}", file=sys.stderr)
+        return 2
+    # unlike `run`, a check may be asked for without zeropatch (ZEROPATCH=0 or --patches 0): what fails, and what fixes it
+    patches = args.patches if args.patches is not None else os.environ.get(_core.ENV_SELECT, "").strip() or "1"
+    if patches != "0" and not _valid_selection("check --patches", patches):
+        return 2
+    env = _job.run_environment(os.environ, patches)
+    return subprocess.call([sys.executable, "-m", "zeropatch._check", args.script, *args.script_args], env=env)
 
 
 def parser():
     root = argparse.ArgumentParser(prog="zeropatch", description=__doc__)
-    commands = root.add_subparsers(dest="command_name", required=True)
+    commands = root.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
     status = commands.add_parser("status", help="patches, their states and the detected library versions")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=cmd_status)
     explain = commands.add_parser("explain", help="which patch fixes an error message (argument or stdin)")
-    explain.add_argument("text", nargs="*", help="the error text; '-' or nothing reads stdin")
+    explain.add_argument("text", nargs="*", help="the error text; '-' or nothing reads a piped traceback")
     explain.set_defaults(handler=cmd_explain)
-    run = commands.add_parser("run", help="run a command with zeropatch active in every Python process")
+    run = commands.add_parser("run", help="run a command with zeropatch active in every Python process; report at the end")
     run.add_argument("--patches", help="comma list of patches (default: ZEROPATCH, else the default set)")
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(handler=cmd_run)
+    check = commands.add_parser("check", help="import-time dry run of a script: which imports fail, and which patch fixes them")
+    check.add_argument("--patches", help="comma list of patches, or 0 for none (default: ZEROPATCH, else the default set)")
+    check.add_argument("script")
+    check.add_argument("script_args", nargs=argparse.REMAINDER)
+    check.set_defaults(handler=cmd_check)
     bootstrap = commands.add_parser("bootstrap-path", help="the sitecustomize folder for PYTHONPATH activation")
     bootstrap.set_defaults(handler=cmd_bootstrap_path)
     return root
@@ -130,4 +153,11 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        code = args.handler(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `zeropatch status | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

@@ -19,16 +19,23 @@ STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 PATCH_MODULES = (
     "param_store",
     "pg_deepcopy",
+    "gloo_exit",
     "param_names",
     "fused_ema",
     "ds_scheduler",
     "ds_launcher_env",
     "colossalai_cpu",
+    "torchvision_video",
+    "colossalai_kwargs",
+    "hf_post_init",
+    "t5_apex_norm",
+    "pandas_groupby_names",
 )
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
 ENV_STRICT = "ZEROPATCH_STRICT"
+ENV_RUN_DIR = "ZEROPATCH_RUN_DIR"  # set by `zeropatch run`: where each process of the job leaves its records
 DEFAULT_WORDS = ("1", "all")
 OFF_WORDS = ("0",)
 
@@ -70,15 +77,17 @@ class Patch:
         return tuple(self.targets() if callable(self.targets) else self.targets)
 
 
+_ABSENT = object()  # an attribute that did not exist before a patch set it
+
+
 class Patcher:
-    """Records every change one patch makes to one target, so that revert() restores the originals."""
+    """Records every change one patch makes to one target, so that revert() restores the originals by identity."""
 
     def __init__(self):
         self._undo = []
 
     def set(self, owner, attr, value):
-        own = vars(owner)
-        self._undo.append((owner, attr, attr in own, own.get(attr)))
+        self._undo.append((owner, attr, vars(owner).get(attr, _ABSENT), value))
         setattr(owner, attr, value)
 
     def wrap(self, owner, attr, wrapper):
@@ -92,17 +101,29 @@ class Patcher:
     def on_revert(self, callback):
         self._undo.append(callback)
 
+    def changes(self):
+        """(owner, attr, original or _ABSENT, value set) of every change, oldest first."""
+        return [step for step in self._undo if not callable(step)]
+
+    def replaced(self):
+        """The changes that no longer hold the value this patcher set (someone replaced them since)."""
+        return [(owner, attr) for owner, attr, _, value in self.changes() if vars(owner).get(attr, _ABSENT) is not value]
+
     def revert(self):
+        """Undo every change, newest first. A value someone else has set since (a reload of the target, another
+        library's patch stacked on ours) is theirs: it stays."""
         while self._undo:
             step = self._undo.pop()
             if callable(step):
                 step()
                 continue
-            owner, attr, existed, original = step
-            if existed:
-                setattr(owner, attr, original)
-            elif attr in vars(owner):
+            owner, attr, original, value = step
+            if vars(owner).get(attr, _ABSENT) is not value:
+                continue
+            if original is _ABSENT:
                 delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
 
 
 def _raw_attribute(owner, attr):
@@ -155,14 +176,19 @@ def _rank():
         return 0
 
 
+_VERSIONS = {}  # distribution -> installed version or None: what is installed does not change under a process
+
+
 def installed_version(distribution):
     """The installed version of a distribution, without importing it; None when not installed."""
-    import importlib.metadata
+    if distribution not in _VERSIONS:
+        import importlib.metadata
 
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+        try:
+            _VERSIONS[distribution] = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            _VERSIONS[distribution] = None
+    return _VERSIONS[distribution]
 
 
 def version_tuple(text):
@@ -233,9 +259,18 @@ def parse_disable(value):
     return names, problems
 
 
+STRICT_ON = ("1", "true", "yes", "on")
+STRICT_OFF = ("", "0", "false", "no", "off")
+
+
 def strict():
     value = os.environ.get(ENV_STRICT, "").strip().lower()
-    return value not in ("", "0", "false", "no", "off")
+    if value in STRICT_ON:
+        return True
+    if value not in STRICT_OFF:
+        warn_once(f"{ENV_STRICT}={value!r} not understood, strict mode stays off (valid: {', '.join(STRICT_ON)} to turn "
+                  f"it on; {', '.join(repr(word) for word in STRICT_OFF)} for off)")
+    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,12 +321,41 @@ def _target_version(patch, module):
     return version or "unknown"
 
 
-def _apply_to(entry, module):
-    """Apply one patch to one arrived target module; contains failures unless they must be loud."""
+def _set_target_state(entry, module_name, state, reason, version):
+    entry.targets[module_name] = (state, reason, version)
+    report_to_job()
+
+
+def report_to_job():
+    """Under `zeropatch run`: leave this process's records in the job's folder (rewritten at each change of state
+    and at exit, so a process that is killed later still counts)."""
+    folder = os.environ.get(ENV_RUN_DIR)
+    if not folder or not os.path.isdir(folder):
+        return
+    try:  # this runs inside the user's imports: it must never break one
+        import json
+
+        record = {"pid": os.getpid(), "rank": os.environ.get("RANK"), "argv": sys.argv[:3],
+                  "patches": [patch_status.as_dict() for patch_status in status()]}
+        path = os.path.join(folder, f"{os.getpid()}.json")
+        with open(path + ".tmp", "w") as file:
+            json.dump(record, file)
+        os.replace(path + ".tmp", path)
+    except Exception as error:  # the folder went away (the run ended, or this runs on another node), or a bug of ours
+        logger().debug("zeropatch: job record not written: %s", error)
+
+
+def _apply_to(entry, module, executed=False):
+    """Apply one patch to one arrived target module; contains failures unless they must be loud. ``executed``: the
+    module has just run (an import, or ``importlib.reload``: a patch already applied to it is renewed)."""
     patch = entry.patch
     name = module.__name__
-    if not entry.requested or name in entry.patchers:
+    if not entry.requested:
         return
+    if name in entry.patchers:
+        if not executed:
+            return  # applied already: install() is idempotent
+        entry.patchers.pop(name).revert()  # reloaded: what the reload replaced stays, the rest is undone, then renewed
     version = _target_version(patch, module)
     patcher = Patcher()
     try:
@@ -299,7 +363,7 @@ def _apply_to(entry, module):
     except (Skip, NotNeeded) as declined:
         patcher.revert()
         state = SKIPPED if isinstance(declined, Skip) else NOT_NEEDED
-        entry.targets[name] = (state, str(declined), version)
+        _set_target_state(entry, name, state, str(declined), version)
         logger().debug("zeropatch: %s %s on %s %s: %s", patch.name, state, patch.package, version, declined)
         return
     except Exception as error:
@@ -308,7 +372,7 @@ def _apply_to(entry, module):
             patcher.revert()
         except Exception as revert_error:  # say so: the target may be left half-patched
             reason += f"; rolling back also failed: {type(revert_error).__name__}: {revert_error}"
-        entry.targets[name] = (FAILED, reason, version)
+        _set_target_state(entry, name, FAILED, reason, version)
         loud = entry.explicit or strict()
         logger().log(
             40 if loud else 30,
@@ -323,7 +387,7 @@ def _apply_to(entry, module):
             raise PatchError(f"zeropatch patch {patch.name!r} failed on {name}: {reason}") from error
         return
     entry.patchers[name] = patcher
-    entry.targets[name] = (APPLIED, detail or f"patched {name}", version)
+    _set_target_state(entry, name, APPLIED, detail or f"patched {name}", version)
     log = logger()
     level = 20 if _rank() == 0 else 10
     if log.isEnabledFor(level):
@@ -407,7 +471,7 @@ def _unwatch(module_name, callback):
 def _callback_for(entry):
     def on_import(module):
         try:
-            _apply_to(entry, module)
+            _apply_to(entry, module, executed=True)
         except PatchError:
             if strict():
                 raise
@@ -449,16 +513,22 @@ def _stop(entry, why):
     entry.why_disabled = why
 
 
-def install(*names):
-    """Install patches (idempotent). No names: the configured set (ZEROPATCH, default patches)."""
+def _check_names(names):
     registry = _registry()
-    unknown = [name for name in names if name not in registry]
+    unknown = [name for name in names if not isinstance(name, str) or name not in registry]
     if unknown:
         raise ValueError(f"unknown zeropatch patch {', '.join(map(repr, unknown))}; valid: {', '.join(registry)}")
+    return registry
+
+
+def install(*names):
+    """Install patches (idempotent). No names: the configured set (ZEROPATCH, default patches)."""
+    registry = _check_names(names)
     selection, problems = parse_selection(os.environ.get(ENV_SELECT, ""))
     disabled, disable_problems = parse_disable(os.environ.get(ENV_DISABLE, ""))
     for problem in problems + disable_problems:
         warn_once(problem)
+    strict()  # a value it does not understand is reported now, not at the first failure
     explicit = bool(names)
     wanted = list(names) if names else (selection or [])
     if selection is None:
@@ -477,10 +547,7 @@ def install(*names):
 
 def uninstall(*names):
     """Restore the originals of the named patches (no names: every installed patch)."""
-    registry = _registry()
-    unknown = [name for name in names if name not in registry]
-    if unknown:
-        raise ValueError(f"unknown zeropatch patch {', '.join(map(repr, unknown))}; valid: {', '.join(registry)}")
+    registry = _check_names(names)
     for name in names or list(registry):
         if registry[name].requested:
             _stop(registry[name], "uninstalled")
@@ -493,6 +560,13 @@ def warn_once(message):
     if message not in _WARNED:
         _WARNED.add(message)
         logger().warning("zeropatch: %s", message)
+
+
+def inform_once(message):
+    """One INFO line per process for ``message`` (DEBUG on ranks other than 0): what a patch did at a call."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger().log(20 if _rank() == 0 else 10, "zeropatch: %s", message)
 
 
 def _record(entry):
@@ -508,29 +582,50 @@ def _record(entry):
         installed = installed_version(patch.package)
         state = WAITING
         if installed:
-            reason = f"applies when {target_text} is imported"
+            first = targets[0] if targets else target_text
+            reason = f"applies when {first}" + (f" (or {len(targets) - 1} more)" if len(targets) > 1 else "") + " is imported"
             detected = installed
         else:
             reason = f"{patch.package} is not installed"
     else:
         by_state = {}
         for module_name, (target_state, target_reason, _) in arrived.items():
+            patcher = entry.patchers.get(module_name)
+            replaced = patcher.replaced() if patcher is not None else []
+            if target_state == APPLIED and replaced:
+                target_state = SKIPPED
+                target_reason = "replaced after zeropatch patched it: " + ", ".join(
+                    f"{getattr(owner, '__qualname__', getattr(owner, '__name__', owner))}.{attr}" for owner, attr in replaced)
             by_state.setdefault(target_state, []).append(f"{module_name}: {target_reason}")
-        state = next(s for s in (APPLIED, FAILED, SKIPPED, NOT_NEEDED) if s in by_state)
+        state = next(s for s in (FAILED, APPLIED, SKIPPED, NOT_NEEDED) if s in by_state)  # a failure is never hidden
         reason = "; ".join(by_state[state])
+        others = [f"{other} on {len(by_state[other])} more target(s)" for other in by_state if other != state]
+        if others:
+            reason += f" (also: {', '.join(others)})"
     versions_text = f"{patch.package} {patch.affected}" + (f" (found {detected})" if detected else "")
     return PatchStatus(patch.name, state, target_text, versions_text, reason, patch.default)
 
 
+def patches_for_error(text):
+    """The patches whose declared error texts match ``text`` (an error message or a whole traceback)."""
+    import re
+
+    return [entry.patch for entry in _registry().values() if any(re.search(pattern, text) for pattern in entry.patch.errors)]
+
+
 def status(*names):
     """One PatchStatus per known patch (or per named patch)."""
-    registry = _registry()
-    return [_record(registry[name]) for name in (names or registry) if name in registry]
+    registry = _check_names(names)
+    return [_record(registry[name]) for name in (names or registry)]
 
 
 def activate_from_environment():
     """What `import zeropatch` and the start-up hook run: install the configured set, never raise
     unless ZEROPATCH_STRICT=1."""
+    if os.environ.get(ENV_RUN_DIR):
+        import atexit
+
+        atexit.register(report_to_job)
     try:
         install()
     except PatchError:

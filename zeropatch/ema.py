@@ -23,6 +23,9 @@ _PLANS = weakref.WeakKeyDictionary()  # ema_model -> _Plan
 
 def _masters_of(optimizer):
     """The {id(working param): fp32 master} map, whichever ColossalAI spelling the optimizer speaks."""
+    if optimizer is None:
+        raise TypeError("sharded=True takes the EMA source of non-fp32 parameters from the optimizer's fp32 masters: "
+                        "pass optimizer= (ColossalAI's ZeRO optimizer), or sharded=False")
     if hasattr(optimizer, "get_working_to_master_map"):
         return optimizer.get_working_to_master_map()
     if hasattr(optimizer, "working_to_master_param"):
@@ -141,13 +144,22 @@ def fused_update_ema(ema_model, model, optimizer=None, decay=0.9999, sharded=Tru
     within fp32 rounding; ``decay=0`` copies exactly."""
     import torch
 
+    for role, module in (("ema_model", ema_model), ("model", model)):
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"fused_update_ema: {role} must be a torch.nn.Module, got {type(module).__name__}")
+    try:
+        decay_value = float(decay)
+    except (TypeError, ValueError):
+        decay_value = float("nan")
+    if not 0.0 <= decay_value <= 1.0:
+        raise ValueError(f"fused_update_ema: decay must be a number between 0 and 1 (the share of the EMA kept), got {decay!r}")
     with torch.no_grad():
         masters = _Masters(optimizer, torch.float32) if sharded else None
         layouts = (_layout(model), _layout(ema_model))
         plan = _PLANS.get(ema_model)
         if plan is None or not plan.fits(layouts, masters):
             plan = _PLANS[ema_model] = _Plan(layouts, ema_model, model, masters)
-        weight = 1.0 - decay
+        weight = 1.0 - decay_value
         for emas, sources, cast_chunks in plan.groups:
             if cast_chunks is None:
                 torch._foreach_lerp_(emas, sources, weight)

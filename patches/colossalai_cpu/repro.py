@@ -1,7 +1,8 @@
-"""ColossalAI ZeRO (LowLevelZeroPlugin) on a machine without a GPU.
+"""ColossalAI ZeRO (LowLevelZeroPlugin) with Open-Sora's optimizer, HybridAdam, on a machine without a GPU.
 
-Without zeropatch this fails in LowLevelZeroOptimizer._sanity_checks:
-  AssertionError: device is required
+Without zeropatch this fails building HybridAdam:
+  AssertionError: No usable kernel found for CPUAdamLoader on the current machine.
+and, past that, in LowLevelZeroOptimizer._sanity_checks: "AssertionError: device is required".
 With `zeropatch run --patches colossalai_cpu -- python repro.py` it trains two steps on CPU with gloo.
 Any number of ranks: `zeropatch run --patches colossalai_cpu -- torchrun --nproc_per_node 2 repro.py`.
 """
@@ -18,10 +19,12 @@ def main():
     import torch.distributed as dist
     from colossalai.booster import Booster
     from colossalai.booster.plugin import LowLevelZeroPlugin
+    from colossalai.nn.optimizer import HybridAdam
 
-    colossalai.launch_from_torch(seed=0)
+    colossalai.launch_from_torch({}, seed=0)  # Open-Sora 1.0's spelling (config required up to 0.3.7)
     model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = HybridAdam(filter(lambda p: p.requires_grad, model.parameters()), adamw_mode=True, lr=1e-2,
+                           weight_decay=0.01, eps=1e-8)  # as Open-Sora's scripts/train.py builds it
     booster = Booster(plugin=LowLevelZeroPlugin(stage=2, precision="bf16"))  # overlap_communication defaults on
     model, optimizer, *_ = booster.boost(model, optimizer)
     for step in range(2):

@@ -25,7 +25,7 @@ def main():
         "train_micro_batch_size_per_gpu": 2,
         "gradient_accumulation_steps": 1,
         "zero_optimization": {"stage": 2},
-        "optimizer": {"type": "AdamW", "params": {"lr": 0.1}},
+        "optimizer": {"type": "AdamW", "params": {"lr": 0.1, "torch_adam": True}},
     }
     accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(hf_ds_config=config))
     model = torch.nn.Linear(4, 2)

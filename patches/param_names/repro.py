@@ -25,7 +25,7 @@ def engine_for(model, stage):
     import deepspeed
 
     config = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage},
-              "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}}
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}}
     trainable = [p for p in model.parameters() if p.requires_grad]
     engine, *_ = deepspeed.initialize(model=model, model_parameters=trainable, config=config)
     return engine

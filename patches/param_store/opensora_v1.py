@@ -70,7 +70,7 @@ def boosted_training(stage=2, steps=2, seed=0):
     from colossalai.booster.plugin import LowLevelZeroPlugin
 
     if not dist.is_initialized():
-        colossalai.launch_from_torch(seed=seed)
+        colossalai.launch_from_torch({}, seed=seed)  # Open-Sora 1.0's spelling (config required up to 0.3.7)
     torch.manual_seed(seed)
     model = TinyDiT()
     ema = deepcopy(model).to(torch.float32)

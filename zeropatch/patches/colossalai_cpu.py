@@ -1,23 +1,29 @@
-"""colossalai_cpu (opt-in): ColossalAI's LowLevelZero optimizer on CPU with gloo.
+"""colossalai_cpu (opt-in): ColossalAI's LowLevelZero optimizer and its Adam optimizers on CPU with gloo.
 
 Breaks: every ColossalAI release with LowLevelZeroOptimizer (0.3.x-0.5.0) when no GPU is present.
 ``_sanity_checks`` asserts a CUDA/NPU accelerator ("device is required"), ``BucketStore`` asks the
 accelerator for a ``Stream`` and the optimizer synchronises and switches streams; ColossalAI's own
 ``CpuAccelerator`` raises "this method is not supported for cpu accelerator" for all of these.
+``HybridAdam`` / ``CPUAdam`` load a compiled CPU Adam kernel that is a CUDA extension: "No usable kernel
+found for CPUAdamLoader on the current machine".
 
 Changes, only while the active accelerator is the CPU one: streams become no-op placeholders and
 ``synchronize`` a no-op (CPU work is synchronous), the device assertion is passed (the dtype checks of
-``_sanity_checks`` still run), and ``overlap_communication`` is forced off (there is no side stream to
-overlap on). At exit, ranks wait (bounded) for each other and destroy the process groups, which stops the
-intermittent gloo abort at teardown on CPU. Numerics are those of the real optimizer; only the device plumbing changes.
-For debugging and tests without GPUs, hence opt-in.
+``_sanity_checks`` still run), ``overlap_communication`` is forced off (there is no side stream to overlap
+on), and ``CPUAdamLoader`` hands out ``TorchCpuAdam``, the kernel's arithmetic in plain torch (same
+constructor and ``step``). Numerics are those of the real optimizers; only the device plumbing and the
+kernel's implementation change. For debugging and tests without GPUs, hence opt-in.
 """
 
+import math
 import sys
+import types
 
 from zeropatch._core import Patch, Skip
 
 NO_STREAM_METHODS = ("Stream", "current_stream", "default_stream")
+OPTIMIZER_MODULE = "colossalai.zero.low_level.low_level_optim"
+KERNEL_LOADER_MODULE = "colossalai.kernel.kernel_loader"
 
 
 class CpuStream:
@@ -50,34 +56,52 @@ def _nothing(self, *args, **kwargs):
     return None
 
 
-EXIT_BARRIER_SECONDS = 30
+class TorchCpuAdam:
+    """ColossalAI's compiled ``CPUAdamOptimizer`` kernel in plain torch: the same constructor and ``step``, the same
+    arithmetic in fp32 (gradient unscaling, L2 or decoupled (adamw) weight decay, optional bias correction)."""
+
+    def __init__(self, lr, beta1, beta2, eps, weight_decay, adamw_mode):
+        self.adamw_mode = adamw_mode
+
+    def step(self, step, lr, beta1, beta2, eps, weight_decay, bias_correction, param, grad, exp_avg, exp_avg_sq,
+             loss_scale=-1):
+        import torch
+
+        with torch.no_grad():
+            fp32 = [tensor if tensor.dtype == torch.float32 else tensor.float() for tensor in (param, exp_avg, exp_avg_sq)]
+            weights, momentum, variance = fp32
+            gradient = grad.float()
+            if loss_scale > 0:
+                gradient = gradient / loss_scale
+            if weight_decay > 0 and not self.adamw_mode:
+                gradient = gradient.add(weights, alpha=weight_decay)
+            momentum.mul_(beta1).add_(gradient, alpha=1 - beta1)
+            variance.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
+            first, second = (1 - beta1**step, math.sqrt(1 - beta2**step)) if bias_correction else (1.0, 1.0)
+            denominator = variance.sqrt().div_(second).add_(eps)
+            if weight_decay > 0 and self.adamw_mode:
+                weights.mul_(1 - lr * weight_decay)
+            weights.addcdiv_(momentum, denominator, value=-lr / first)
+            for original, computed in zip((param, exp_avg, exp_avg_sq), fp32):
+                if computed is not original:
+                    original.copy_(computed)
 
 
-def _destroy_process_groups_at_exit():
-    """Gloo groups torn down while a peer still uses them can abort a finished process ("terminate called
-    without an active exception", exit -6). At exit, wait (bounded) for every rank to get there, then
-    destroy the groups while Python still runs."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return
-    import datetime
-
-    try:
-        dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_SECONDS))
-    except Exception:  # a rank that died or exits much later: tear down anyway
-        pass
-    dist.destroy_process_group()
+TORCH_CPU_ADAM_KERNEL = types.ModuleType("zeropatch_torch_cpu_adam", "what CPUAdamLoader().load() returns on CPU")
+TORCH_CPU_ADAM_KERNEL.CPUAdamOptimizer = TorchCpuAdam
 
 
-def apply(patcher, low_level_optim):
-    import inspect
-
+def _cpu_accelerator():
     accelerator_api = sys.modules.get("colossalai.accelerator.api") or sys.modules.get("colossalai.accelerator")
     cpu_module = sys.modules.get("colossalai.accelerator.cpu_accelerator")
     if accelerator_api is None or cpu_module is None or not hasattr(cpu_module, "CpuAccelerator"):
         raise Skip("colossalai.accelerator has no CpuAccelerator")
-    cpu_accelerator = cpu_module.CpuAccelerator
-    get_accelerator = accelerator_api.get_accelerator
+    return accelerator_api.get_accelerator, cpu_module.CpuAccelerator
+
+
+def _low_level_zero_on_cpu(patcher, low_level_optim, get_accelerator, cpu_accelerator, on_cpu):
+    import inspect
+
     optimizer = getattr(low_level_optim, "LowLevelZeroOptimizer", None)
     if optimizer is None:
         raise Skip("colossalai.zero.low_level.low_level_optim has no LowLevelZeroOptimizer")
@@ -92,9 +116,6 @@ def apply(patcher, low_level_optim):
     patcher.set(cpu_accelerator, "stream", _stream_context)
     patcher.set(cpu_accelerator, "set_stream", _nothing)
     patcher.set(cpu_accelerator, "synchronize", _nothing)
-
-    def on_cpu():
-        return isinstance(get_accelerator(), cpu_accelerator)
 
     def init_without_overlap(wrapped, instance, args, kwargs):
         if on_cpu():
@@ -115,20 +136,45 @@ def apply(patcher, low_level_optim):
 
     patcher.wrap(optimizer, "__init__", init_without_overlap)
     patcher.wrap(optimizer, "_sanity_checks", sanity_checks_past_the_device_assert)
-    import atexit
-
-    atexit.register(_destroy_process_groups_at_exit)
-    patcher.on_revert(lambda: atexit.unregister(_destroy_process_groups_at_exit))
     return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo)"
+
+
+def _cpu_adam_in_torch(patcher, kernel_loader, on_cpu):
+    loader = getattr(kernel_loader, "CPUAdamLoader", None)
+    if loader is None or not hasattr(loader, "load"):
+        raise Skip("colossalai.kernel.kernel_loader has no CPUAdamLoader.load")
+
+    def load(wrapped, instance, args, kwargs):
+        return TORCH_CPU_ADAM_KERNEL if on_cpu() else wrapped(*args, **kwargs)
+
+    patcher.wrap(loader, "load", load)
+    return "HybridAdam / CPUAdam step with the CPU Adam kernel's arithmetic in plain torch"
+
+
+def apply(patcher, module):
+    get_accelerator, cpu_accelerator = _cpu_accelerator()
+
+    def on_cpu():
+        return isinstance(get_accelerator(), cpu_accelerator)
+
+    if module.__name__ == KERNEL_LOADER_MODULE:
+        return _cpu_adam_in_torch(patcher, module, on_cpu)
+    return _low_level_zero_on_cpu(patcher, module, get_accelerator, cpu_accelerator, on_cpu)
 
 
 PATCH = Patch(
     "colossalai_cpu",
-    summary="run ColossalAI's LowLevelZero optimizer on CPU with gloo, for debugging and tests without GPUs",
+    summary="run ColossalAI's LowLevelZero optimizer and HybridAdam / CPUAdam on CPU with gloo, for debugging and "
+    "tests without GPUs",
     package="colossalai",
-    affected="0.3.x-0.5.0 (no CPU support)",
-    targets=("colossalai.zero.low_level.low_level_optim",),
+    affected="0.3.9-0.5.0 (no CPU support)",
+    targets=(OPTIMIZER_MODULE, KERNEL_LOADER_MODULE),
     apply=apply,
-    errors=(r"device is required", r"this method is not supported for cpu accelerator"),
+    errors=(
+        r"device is required",
+        r"this method is not supported for cpu accelerator",
+        r"No usable kernel found for CPUAdamLoader",
+        r"'LowLevelZeroOptimizer' object has no attribute 'grad_handles'",
+    ),
     default=False,
 )

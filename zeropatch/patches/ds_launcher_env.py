@@ -28,7 +28,7 @@ PATCH = Patch(
     "ds_launcher_env",
     summary="DeepSpeed's multi-node launcher forwards ZEROPATCH* variables to every node",
     package="deepspeed",
-    affected="all releases (EXPORT_ENVS lacks ZEROPATCH)",
+    affected="0.16.9-0.19.8 (EXPORT_ENVS lacks ZEROPATCH)",
     targets=("deepspeed.launcher.runner",),
     apply=apply,
 )

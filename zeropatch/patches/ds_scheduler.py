@@ -79,7 +79,8 @@ def _deferred_scheduler_class(dummy_scheduler, dummy_optim):
     return DeferredScheduler
 
 
-def _plain_new(cls, *args, **kwargs):
+def pass_through_new(cls, *args, **kwargs):
+    """What uninstall leaves as LRScheduler.__new__ (see apply): object.__new__ without the constructor's arguments."""
     return object.__new__(cls)
 
 
@@ -106,7 +107,7 @@ def apply(patcher, accelerate_deepspeed):
     base = getattr(lr_scheduler, "LRScheduler", None)
     if base is None:
         raise Skip("torch.optim.lr_scheduler has no LRScheduler base class")
-    if "__new__" in vars(base):
+    if vars(base).get("__new__", pass_through_new) is not pass_through_new:  # our own leftover is fine
         raise Skip("torch's LRScheduler defines __new__ itself")
     deferred = _deferred_scheduler_class(dummy_scheduler, dummy_optim)
 
@@ -121,7 +122,7 @@ def apply(patcher, accelerate_deepspeed):
 
     # CPython cannot take a __new__ back off a class: once deleted, the class's slot still forwards the
     # constructor's arguments to object.__new__, which rejects them. So uninstall leaves a pass-through.
-    patcher.on_revert(lambda: setattr(base, "__new__", _plain_new))
+    patcher.on_revert(lambda: setattr(base, "__new__", pass_through_new))
     patcher.set(base, "__new__", new_scheduler)
     return "torch LR schedulers on DummyOptim are built on DeepSpeed's optimizer at prepare()"
 
@@ -130,7 +131,7 @@ PATCH = Patch(
     "ds_scheduler",
     summary="a torch/diffusers LR scheduler built on accelerate's DummyOptim is deferred to DeepSpeed's real optimizer",
     package="accelerate",
-    affected="all releases with DeepSpeed support",
+    affected="1.0.1-1.15.0 (with DeepSpeed)",
     targets=("accelerate.utils.deepspeed",),
     apply=apply,
     errors=(r"'DummyOptim' object has no attribute 'param_groups'", r"DummyOptim is not an Optimizer"),

@@ -68,7 +68,10 @@ def _fused_in_place_of(signature):
 
 def apply(patcher, module):
     swapped = []
-    for function_name in configured_homes().get(module.__name__, ()):
+    wanted = configured_homes().get(module.__name__, ())
+    if not wanted:  # imported under another name than its own (os.path is posixpath): nothing names it
+        raise Skip(f"{module.__name__} is not a configured EMA home (a name in {ENV_TARGETS} may be an alias of it)")
+    for function_name in wanted:
         function = getattr(module, function_name, None)
         if function is None:
             raise Skip(f"{module.__name__} has no {function_name}")
@@ -82,7 +85,7 @@ PATCH = Patch(
     "fused_ema",
     summary="legacy per-parameter update_ema loops run as one fused foreach update with identical results",
     package="torch",
-    affected="any (a speed-up, not a crash)",
+    affected="2.10-2.15 (a speed-up, not a crash)",
     targets=lambda: tuple(configured_homes()),
     apply=apply,
 )

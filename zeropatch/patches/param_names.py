@@ -151,7 +151,7 @@ PATCH = Patch(
     summary="DeepSpeed's param_names stays true after parameters are replaced (accelerate dispatch/offload); "
     "checkpoints save every weight",
     package="deepspeed",
-    affected="<= 0.19.8 (all releases)",
+    affected="0.16.9-0.19.8",
     targets=("deepspeed.runtime.engine",),
     apply=apply,
     errors=(

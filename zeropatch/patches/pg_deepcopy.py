@@ -122,7 +122,7 @@ PATCH = Patch(
     "pg_deepcopy",
     summary="copy.deepcopy of objects holding process groups shares the groups instead of crashing",
     package="torch",
-    affected="all releases with torch.distributed",
+    affected="2.10-2.15",
     targets=("torch.distributed",),
     apply=apply,
     errors=(PICKLE_ERROR,),

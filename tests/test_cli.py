@@ -1,0 +1,204 @@
+"""What the user sees: `zeropatch check` (an import-time dry run that never runs the script's body), the job report of
+`zeropatch run`, and the rough edges of a first try (each item of the list has its test here)."""
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_command, run_python
+
+ZEROPATCH = [sys.executable, "-m", "zeropatch"]
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_check_names_a_missing_module_and_its_line_and_never_runs_the_body(tmp_path):
+    marker = tmp_path / "body-ran"
+    script = write(tmp_path / "train.py", f'''import os
+import json
+from missing_package_zp import trainer   # line 3
+open({str(marker)!r}, "w").write("the body ran")
+''')
+    result = run_command(ZEROPATCH + ["check", script])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train.py:3" in result.stdout and "No module named 'missing_package_zp'" in result.stdout, result.stdout
+    assert "no patch known" in result.stdout
+    assert not marker.exists()
+
+
+def test_check_passes_a_clean_script_runs_its_path_setup_and_treats_guarded_imports_as_optional(tmp_path):
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    write(helpers / "local_util.py", "VALUE = 1\n")
+    marker = tmp_path / "body-ran"
+    script = write(tmp_path / "train.py", f'''import os, sys
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "helpers"))
+import local_util
+try:
+    import apex_zp_optional
+except ImportError:
+    apex_zp_optional = None
+if __name__ == "__main__":
+    open({str(marker)!r}, "w").write("the body ran")
+''')
+    result = run_command(ZEROPATCH + ["check", script, "--some-flag", "1"])
+    assert_ok(result)
+    assert "note  train.py:6" in result.stdout and "optional" in result.stdout, result.stdout
+    assert "3 imports, 0 failed" in result.stdout, result.stdout
+    assert not marker.exists()
+
+
+@requires("pandas", "pandarallel")
+@pytest.mark.skipif((distribution_version("pandas") or (0,)) < (3, 1), reason="the import only fails on pandas >= 3.1")
+def test_check_on_a_legacy_script_fails_without_zeropatch_and_passes_with_it(tmp_path):
+    marker = tmp_path / "body-ran"
+    script = write(tmp_path / "build_buckets.py", f'''import pandas as pd
+from pandarallel import pandarallel
+open({str(marker)!r}, "w").write("the body ran")
+''')
+    without = run_command(ZEROPATCH + ["check", script], env=clean_environment(ZEROPATCH="0"))
+    assert without.returncode == 1, without.stdout
+    assert "build_buckets.py:2" in without.stdout and "cannot import name 'ExpandingGroupby'" in without.stdout
+    assert re.search(r"raised at .*pandarallel.*:\d+", without.stdout), without.stdout
+    assert "fixed by zeropatch's pandas_groupby_names (default patch; here disabled" in without.stdout, without.stdout
+    with_zeropatch = run_command(ZEROPATCH + ["check", script])
+    assert_ok(with_zeropatch)
+    assert "patches applied while importing:" in with_zeropatch.stdout and "pandas_groupby_names" in with_zeropatch.stdout
+    assert not marker.exists()
+
+
+def test_check_says_what_it_needs():
+    missing = run_command(ZEROPATCH + ["check", "no-such-script.py"])
+    assert missing.returncode == 2 and "no such script" in missing.stderr
+    bad = run_command(ZEROPATCH + ["check", "--patches", "pg_deepcopi", __file__])
+    assert bad.returncode == 2 and "valid:" in bad.stderr
+
+
+@requires("torch")
+def test_run_ends_with_a_job_report_of_every_rank(tmp_path):
+    report = tmp_path / "report.json"
+    repro = ROOT / "patches" / "pg_deepcopy" / "repro.py"
+    result = run_command(ZEROPATCH + ["run", "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                      "--nproc_per_node", "2", repro], env=clean_environment(ZEROPATCH_REPORT=report))
+    assert_ok(result)
+    summary = result.stderr[result.stderr.index("zeropatch: job report"):]
+    assert "3 Python processes (ranks 0, 1)" in summary, summary   # torchrun's launcher and its two workers
+    assert re.search(r"applied: .*pg_deepcopy \(in 3\)", summary) and "gloo_exit (in 3)" in summary, summary
+    data = json.loads(report.read_text())
+    assert data["returncode"] == 0 and sorted(str(p["rank"]) for p in data["processes"]) == ["0", "1", "None"]
+    assert data["patches"]["pg_deepcopy"]["states"]["applied"] == 3
+
+
+def test_run_says_when_the_report_cannot_be_written(tmp_path):
+    result = run_command(ZEROPATCH + ["run", "--", sys.executable, "-c", "pass"],
+                         env=clean_environment(ZEROPATCH_REPORT=tmp_path / "missing-folder" / "report.json"))
+    assert result.returncode == 0 and "could not write ZEROPATCH_REPORT" in result.stderr, result.stderr
+
+
+def test_strict_maybe_is_rejected_with_the_valid_values_and_strict_stays_off():
+    result = run_python("import zeropatch; from zeropatch import _core; print(_core.strict())",
+                        env=clean_environment(ZEROPATCH_STRICT="maybe"))
+    assert_ok(result)
+    assert result.stdout.strip() == "False"
+    assert "ZEROPATCH_STRICT='maybe' not understood" in result.stderr and "valid: 1, true, yes, on" in result.stderr
+
+
+def test_an_ema_target_that_wraps_nothing_is_skipped_with_the_reason():
+    result = run_python("import zeropatch; r = zeropatch.status('fused_ema')[0]; print(r.state, '|', r.reason)",
+                        env=clean_environment(ZEROPATCH_EMA_TARGETS="os.path:nothere"))
+    assert_ok(result)
+    state, reason = result.stdout.strip().split(" | ")
+    assert state == "skipped" and "posixpath" in reason, result.stdout
+
+
+@pytest.mark.parametrize("command", [["status", "--json"], ["status"], ["explain", "device is required"]])
+def test_a_closed_pipe_is_no_traceback(command):
+    result = run_command(["bash", "-c", f"{' '.join(ZEROPATCH + command)!s} | head -c 10 > /dev/null; echo done"])
+    assert result.stdout.strip() == "done"
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+def test_explain_with_no_input_on_a_terminal_prints_usage_instead_of_waiting():
+    terminal, other_end = pty.openpty()
+    try:
+        process = subprocess.run(ZEROPATCH + ["explain"], stdin=other_end, capture_output=True, text=True, timeout=60,
+                                 env=clean_environment())
+    finally:
+        os.close(terminal)
+        os.close(other_end)
+    assert process.returncode == 2 and "pipe a traceback" in process.stderr, process.stderr
+
+
+def test_explain_for_an_opt_in_patch_keeps_the_defaults_on():
+    result = run_command(ZEROPATCH + ["explain", "AssertionError: device is required"])
+    assert_ok(result)
+    assert "--patches all,colossalai_cpu" in result.stdout and "ZEROPATCH=all,colossalai_cpu" in result.stdout
+    assert "--patches colossalai_cpu " not in result.stdout
+
+
+def test_explain_knows_every_symptom_its_readmes_list():
+    symptoms = {
+        "colossalai_cpu": "AttributeError: 'LowLevelZeroOptimizer' object has no attribute 'grad_handles'",
+        "colossalai_kwargs": "TypeError: ShardConfig.__init__() got an unexpected keyword argument 'enable_sequence_overlap'",
+        "gloo_exit": "terminate called without an active exception",
+        "torchvision_video": "ImportError: cannot import name 'write_video' from 'torchvision.io'",
+        "hf_post_init": "AttributeError: 'STDiT3' object has no attribute 'all_tied_weights_keys'",
+        "pandas_groupby_names": "ImportError: cannot import name 'ExpandingGroupby' from 'pandas.core.window.expanding'",
+        "t5_apex_norm": "AssertionError: Recovering T5LayerNorm requires the original layer to be apex's Fused RMS Norm.",
+    }
+    for name, text in symptoms.items():
+        result = run_command(ZEROPATCH + ["explain", text])
+        assert result.returncode == 0 and result.stdout.startswith(f"{name}: "), (name, result.stdout)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_status_fits_the_terminal(columns):
+    result = run_command(ZEROPATCH + ["status"], env=clean_environment(COLUMNS=columns))
+    assert_ok(result)
+    assert max(len(line) for line in result.stdout.splitlines()) <= columns, result.stdout
+
+
+def test_no_install_extra_pulls_in_a_target():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {})
+    targets = {"torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas"}
+    assert not any(re.split(r"[<>=!~\[ ;]", requirement)[0] in targets for group in extras.values() for requirement in group)
+
+
+def test_package_metadata_shows_the_license_and_where_to_report():
+    import importlib.metadata
+
+    metadata = importlib.metadata.metadata("zeropatch")
+    assert metadata.get("License-Expression") == "Apache-2.0" or metadata.get("License") == "Apache-2.0"
+    assert "LICENSE" in (metadata.get_all("License-File") or [])
+    security = (ROOT / "SECURITY.md").read_text()
+    assert "security advisory form" not in security   # a channel that does not exist is not a channel
+
+
+def test_the_pickle_error_users_see_is_the_one_the_readme_shows():
+    shown = [line.strip() for line in (ROOT / "patches" / "pg_deepcopy" / "README.md").read_text().splitlines()
+             if "a torch.distributed handle is a live connection" in line and "Error:" in line]
+    result = run_python('''
+import os, pickle
+import zeropatch, torch.distributed as dist
+os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
+dist.init_process_group("gloo")
+try:
+    pickle.dumps(dist.group.WORLD)
+except Exception as error:
+    print(f"{type(error).__module__}.{type(error).__qualname__}: {error}")
+dist.destroy_process_group()
+''')
+    assert_ok(result)
+    raised = result.stdout.strip().split(":")[0]
+    assert shown and all(line.startswith(raised + ":") for line in shown), (raised, shown)

@@ -1,0 +1,219 @@
+"""The release sweep: every patch's repro (both ways, tests/test_repros.py) and its tests, on each release of its
+target that the patches claim, one release at a time, in the environment `nox -s sweep` built for the stack.
+
+  python tools/sweep.py STACK        (run by `python3 -m nox -s sweep`; STACK is one of STACKS)
+
+For each release it installs the target (a release that cannot be installed, or cannot import and start here, is
+recorded as such, with the reason), runs pytest, and records per patch: the repro's outcome ("verified": fails without zeropatch,
+passes with it, the patch applied; "not-needed": passes without, the patch reported not-needed; "applied, not
+forced": see gloo_exit), or FAILED with the test that failed; and how its tests went. Results go to
+compat/results/STACK.json; tools/compat_table.py writes README.md's table from them.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas")
+DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
+TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas")
+INSTALL_SECONDS = 1800
+TEST_SECONDS = 1800
+
+
+def constraints():
+    """tests/constraints.txt without the pins of the packages the sweep varies (torch stays pinned where the stack's
+    environment holds the CPU build: a plain `torch` requirement would fetch the CUDA one)."""
+    kept = [line for line in open(os.path.join(ROOT, "tests", "constraints.txt"))
+            if line.split("==")[0].strip() not in SWEPT[1:]]
+    path = os.path.join(tempfile.mkdtemp(prefix="zeropatch-sweep-"), "constraints.txt")
+    with open(path, "w") as file:
+        file.writelines(kept)
+    return ["-c", path]
+
+
+def colossalai(release):
+    return [(["--no-deps", "--force-reinstall", f"colossalai=={release}"], {})]
+
+
+def deepspeed(pair):
+    deepspeed_release, accelerate_release = pair
+    steps = []
+    if installed("deepspeed") != deepspeed_release:  # its CPU communication op compiled at install, once per release
+        steps.append((["--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps",
+                       f"deepspeed=={deepspeed_release}"], DEEPSPEED_AOT))
+    steps.append(([*constraints(), f"deepspeed=={deepspeed_release}", f"accelerate=={accelerate_release}"], {}))
+    return steps
+
+
+def pinned(distribution):
+    """One release of a pure-Python target, with the dependencies that release asks for (torch held by constraints)."""
+    return lambda release: [([*constraints(), f"{distribution}=={release}"], {})]
+
+
+def torchvision(pair):
+    torch_release, torchvision_release = pair
+    return [([f"torch=={torch_release}", f"torchvision=={torchvision_release}"], {})]
+
+
+# stack: (how to install one release, the releases, a probe that the target imports, the patches whose repros run,
+#         the further tests that run on each release (pytest node ids or files))
+STACKS = {
+    "colossalai": (colossalai, ["0.3.6", "0.3.7", "0.3.8", "0.3.9", "0.4.0", "0.4.1", "0.4.2", "0.4.3", "0.4.4", "0.4.5",
+                                "0.4.6", "0.4.7", "0.4.8", "0.4.9", "0.5.0"],
+                   "import os; os.environ.update(RANK='0', LOCAL_RANK='0', WORLD_SIZE='1', LOCAL_WORLD_SIZE='1', "
+                   "MASTER_ADDR='127.0.0.1', MASTER_PORT='0'); import colossalai; "
+                   "from colossalai.booster.plugin import LowLevelZeroPlugin; from colossalai.nn.optimizer import HybridAdam; "
+                   "from colossalai.shardformer import ShardConfig; colossalai.launch_from_torch({})",
+                   ["param_store", "colossalai_cpu", "colossalai_kwargs"],
+                   ["tests/test_colossalai.py::test_legacy_ema_update_is_exact_and_both_spellings_share_state[2-2]",
+                    "tests/test_colossalai.py::test_gradients_read_the_same_through_both_spellings[2]",
+                    "tests/test_colossalai.py::test_fused_ema_matches_the_legacy_update_on_the_real_optimizer[2]",
+                    "tests/test_colossalai.py::test_hybrid_adam_under_low_level_zero_trains_as_torch_adamw[2]",
+                    "tests/test_colossalai.py::test_uninstall_restores_the_original_class",
+                    "tests/test_colossalai_kwargs.py"]),
+    "deepspeed": (deepspeed, [("0.16.9", "1.15.0"), ("0.17.6", "1.15.0"), ("0.18.9", "1.15.0"), ("0.19.8", "1.15.0"),
+                              ("0.19.8", "1.10.1"), ("0.19.8", "1.5.2"), ("0.19.8", "1.0.1")],
+                  "import deepspeed, accelerate; from deepspeed.runtime.engine import DeepSpeedEngine",
+                  ["param_names", "ds_scheduler", "ds_launcher_env"],
+                  ["tests/test_param_names.py::test_checkpoint_after_dispatch_restores_every_weight[2-frozen_and_trainable]",
+                   "tests/test_param_names.py::test_any_replacement_not_only_dispatch",
+                   "tests/test_ds_scheduler.py::test_scheduler_on_dummy_optim_matches_plain_torch[warmup_cosine]",
+                   "tests/test_ds_scheduler.py::test_scheduler_on_dummy_optim_matches_plain_torch[sequential]",
+                   "tests/test_ds_scheduler.py::test_what_cannot_be_deferred_says_what_to_do"]),
+    "transformers": (pinned("transformers"), ["4.51.3", "5.0.0", "5.7.0", "5.8.0", "5.23.0"],
+                     "import transformers; from transformers import PreTrainedModel, T5EncoderModel",
+                     ["hf_post_init", "t5_apex_norm"], ["tests/test_hf_post_init.py", "tests/test_t5_apex_norm.py"]),
+    "pandas": (pinned("pandas"), ["2.3.3", "3.0.6", "3.1.0", "3.1.1"], "import pandas",
+               ["pandas_groupby_names"], ["tests/test_pandas_groupby_names.py"]),
+    "torchvision": (torchvision, [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
+                    "import torch, torchvision, torchvision.io",
+                    ["torchvision_video", "pg_deepcopy", "gloo_exit", "fused_ema"],
+                    ["tests/test_torchvision_video.py", "tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py"]),
+    "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed", ["pg_deepcopy", "gloo_exit", "fused_ema"],
+              ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py"]),
+}
+
+
+def installed(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def run(command, timeout, env=None):
+    """(exit code, combined output) of a bounded command."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              env=dict(os.environ, **(env or {})), cwd=ROOT, stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as error:
+        return -1, f"timed out after {timeout} s: {(error.stdout or b'')[-500:]!r}"
+
+
+def last_line(output, marker=("ERROR", "Error", "error")):
+    """The line that says what went wrong (for a pip conflict, the requirements that conflict)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("WARNING: Location")]
+    if "The conflict is caused by:" in lines:
+        start = lines.index("The conflict is caused by:") + 1
+        return "; ".join(line for line in lines[start:start + 4] if "depends on" in line)[:300]
+    flagged = [line for line in lines if any(word in line for word in marker)]
+    return (flagged or lines or ["(no output)"])[-1][:300]
+
+
+def versions():
+    return {name: installed(name) for name in TARGETS}
+
+
+def test_results(junit_path):
+    """{test id: (outcome, message)} from pytest's junit XML."""
+    results = {}
+    for case in ElementTree.parse(junit_path).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        failure = case.find("failure") if case.find("failure") is not None else case.find("error")
+        skipped = case.find("skipped")
+        if failure is not None:
+            results[name] = ("failed", (failure.get("message") or "")[:300])
+        elif skipped is not None:
+            results[name] = ("skipped", (skipped.get("message") or "")[:200])
+        else:
+            results[name] = ("passed", "")
+    return results
+
+
+def sweep_release(stack, release):
+    install, _, probe, patches, tests_to_run = STACKS[stack]
+    row = {"release": release, "patches": {}}
+    for arguments, env in install(release):
+        code, output = run([sys.executable, "-m", "pip", "install", "-q", *arguments], INSTALL_SECONDS, env)
+        if code != 0:
+            row["patches"] = {patch: {"outcome": "cannot install", "detail": last_line(output)} for patch in patches}
+            return row
+    row["versions"] = versions()
+    code, output = run([sys.executable, "-c", probe], 300, {"OMP_NUM_THREADS": "1"})
+    if code != 0:
+        row["patches"] = {patch: {"outcome": "cannot run here", "detail": last_line(output)} for patch in patches}
+        return row
+    folder = tempfile.mkdtemp(prefix="zeropatch-sweep-")
+    record, junit = os.path.join(folder, "records.jsonl"), os.path.join(folder, "junit.xml")
+    selected = ["-k", " or ".join(patches)]
+    code, output = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                        "tests/test_repros.py", *selected], TEST_SECONDS, {"ZEROPATCH_SWEEP_RECORD": record})
+    outcomes = {}
+    if os.path.exists(record):
+        for line in open(record):
+            entry = json.loads(line)
+            outcomes[entry["patch"]] = entry["outcome"]
+    repro_tests = test_results(junit) if os.path.exists(junit) else {}
+    tests = {}
+    if tests_to_run:
+        extra_junit = os.path.join(folder, "extra.xml")
+        run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={extra_junit}", *tests_to_run],
+            TEST_SECONDS)
+        tests = test_results(extra_junit) if os.path.exists(extra_junit) else {}
+    for patch in patches:
+        repro = next(((outcome, message) for name, (outcome, message) in repro_tests.items() if f"[{patch}]" in name),
+                     ("missing", "the repro test did not run"))
+        if repro[0] == "passed":
+            result = {"outcome": outcomes.get(patch, "passed")}
+        elif repro[0] == "skipped":
+            result = {"outcome": "skipped", "detail": repro[1]}
+        else:
+            result = {"outcome": "FAILED", "detail": repro[1] or last_line(output)}
+        result["tests"] = {name: outcome for name, (outcome, _) in tests.items()}
+        row["patches"][patch] = result
+    return row
+
+
+def main():
+    stack = sys.argv[1] if len(sys.argv) > 1 else None
+    if stack not in STACKS:
+        sys.exit(f"usage: python tools/sweep.py STACK (one of {', '.join(STACKS)})")
+    started = time.monotonic()
+    rows = []
+    for release in STACKS[stack][1]:
+        begin = time.monotonic()
+        row = sweep_release(stack, release)
+        row["seconds"] = round(time.monotonic() - begin)
+        rows.append(row)
+        summary = ", ".join(f"{patch}: {result['outcome']}" for patch, result in row["patches"].items())
+        print(f"sweep {stack} {release}: {summary} [{row['seconds']} s]", flush=True)
+    result = {"stack": stack, "date": datetime.date.today().isoformat(), "python": platform.python_version(),
+              "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seconds": round(time.monotonic() - started),
+              "rows": rows}
+    os.makedirs(os.path.join(ROOT, "compat", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "compat", "results", f"{stack}.json"), "w") as file:
+        json.dump(result, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""``zeropatch run``: run a command with zeropatch active in every Python process it starts, and report at the end
+which patches applied (or were skipped, and why) in those processes.
+
+Each process of the job writes its own records into a folder made for the job (ZEROPATCH_RUN_DIR, see
+``_core.report_to_job``); when the command ends, they are summarised once, and written as JSON to
+ZEROPATCH_REPORT if it is set. The command's exit code, or the signal that ended it, is passed through.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+from zeropatch import _core
+
+FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+ENV_REPORT = "ZEROPATCH_REPORT"
+STATE_ORDER = (_core.APPLIED, _core.FAILED, _core.SKIPPED, _core.NOT_NEEDED, _core.WAITING, _core.DISABLED)
+
+
+def bootstrap_path():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+
+
+def run_environment(environ, patches, run_dir=None):
+    """The environment the job gets: the selection, the bootstrap folder first on PYTHONPATH, the job's folder."""
+    env = dict(environ)
+    if patches is not None:
+        env[_core.ENV_SELECT] = patches
+    elif env.get(_core.ENV_SELECT, "").strip() in ("", "0"):
+        env[_core.ENV_SELECT] = "1"
+    folder = bootstrap_path()
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and path != folder]
+    env["PYTHONPATH"] = os.pathsep.join([folder] + paths)
+    if run_dir is not None:
+        env[_core.ENV_RUN_DIR] = run_dir
+    return env
+
+
+def _wait_forwarding_signals(child):
+    """Wait for ``child``, passing on the signals a job runner sends (Ctrl-C reaches the child from the terminal)."""
+
+    def forward(signum, frame):
+        child.send_signal(signum)
+
+    previous = {}
+    for name in FORWARDED_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, forward)
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def gather(run_dir, command, returncode):
+    processes = []
+    for name in sorted(os.listdir(run_dir)):
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(run_dir, name)) as file:
+                    processes.append(json.load(file))
+            except (OSError, ValueError):  # a process killed while writing its record
+                continue
+    patches = {}
+    for process in processes:
+        for record in process["patches"]:
+            entry = patches.setdefault(record["name"], {"states": {}, "reasons": {}})
+            entry["states"][record["state"]] = entry["states"].get(record["state"], 0) + 1
+            if record["state"] in (_core.FAILED, _core.SKIPPED, _core.NOT_NEEDED):
+                entry["reasons"].setdefault(record["reason"], 0)
+                entry["reasons"][record["reason"]] += 1
+    return {"command": command, "returncode": returncode, "processes": processes, "patches": patches}
+
+
+def _decisive_state(states):
+    return next(state for state in STATE_ORDER if state in states)
+
+
+def summary_lines(report):
+    """The human summary: applied patches with their process counts, then what did not apply and why."""
+    processes = report["processes"]
+    ranks = sorted({str(process["rank"]) for process in processes if process["rank"] is not None},
+                   key=lambda rank: (not rank.isdigit(), int(rank) if rank.isdigit() else 0, rank))
+    noun = "process" if len(processes) == 1 else "processes"
+    lines = [f"zeropatch: job report: {len(processes)} Python {noun}" + (f" (ranks {', '.join(ranks)})" if ranks else "")]
+    if not processes:
+        lines.append("  no Python process of the job had zeropatch active")
+        return lines
+    by_state = {}
+    for name, entry in report["patches"].items():
+        by_state.setdefault(_decisive_state(entry["states"]), []).append((name, entry))
+    applied = by_state.get(_core.APPLIED, [])
+    if applied:
+        lines.append("  applied: " + ", ".join(f"{name} (in {entry['states'][_core.APPLIED]})" for name, entry in applied))
+    else:
+        lines.append("  applied: none")
+    for state in (_core.FAILED, _core.SKIPPED, _core.NOT_NEEDED):
+        for name, entry in by_state.get(state, []):
+            reasons = "; ".join(entry["reasons"])
+            lines.append(f"  {state}: {name}: {reasons}")
+    waiting = [name for name, _ in by_state.get(_core.WAITING, [])]
+    if waiting:
+        lines.append(f"  not reached (their targets were never imported): {', '.join(waiting)}")
+    return lines
+
+
+def run(command, patches, stderr=sys.stderr):
+    """Run ``command``; returns its exit code (or re-raises the signal that ended it) after the report."""
+    run_dir = tempfile.mkdtemp(prefix="zeropatch-run-")
+    try:
+        try:
+            child = subprocess.Popen(command, env=run_environment(os.environ, patches, run_dir))
+        except FileNotFoundError:
+            print(f"zeropatch run: command not found: {command[0]}", file=stderr)
+            return 127
+        except PermissionError:
+            print(f"zeropatch run: permission denied: {command[0]}", file=stderr)
+            return 126
+        returncode = _wait_forwarding_signals(child)
+        report = gather(run_dir, command, returncode)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    print("\n".join(summary_lines(report)), file=stderr)
+    destination = os.environ.get(ENV_REPORT)
+    if destination:
+        try:
+            with open(destination, "w") as file:
+                json.dump(report, file, indent=2)
+        except OSError as error:
+            print(f"zeropatch run: could not write {ENV_REPORT}={destination!r}: {error}", file=stderr)
+    if returncode < 0:  # the command died of a signal: die of the same one
+        signal.signal(-returncode, signal.SIG_DFL)
+        os.kill(os.getpid(), -returncode)
+    return returncode
