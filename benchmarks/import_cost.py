@@ -1,4 +1,5 @@
-"""Extra milliseconds of `python -c "import zeropatch"` over `python -c pass`, and the start-up hook's cost.
+"""Extra milliseconds of `python -c "import zeropatch"` over `python -c pass`, the start-up hook's cost, and what a
+process of a `zeropatch run` job adds (its record written at exit).
 
 Each round starts fresh interpreters for every case, interleaved; medians over all rounds. The hook with
 ZEROPATCH unset is one line of the installed .pth file, timed in-process (a difference of interpreter
@@ -18,6 +19,7 @@ from _timing import interleaved_medians  # noqa: E402
 
 
 NEUTRAL = tempfile.mkdtemp(prefix="zeropatch-import-cost-")
+RUN_DIR = tempfile.mkdtemp(prefix="zeropatch-import-cost-run-")
 
 
 def interpreter(code, **env):
@@ -33,6 +35,8 @@ def main():
         "python -c pass": interpreter("pass"),
         "import zeropatch": interpreter("import zeropatch"),
         "ZEROPATCH=1 (start-up hook) + pass": interpreter("pass", ZEROPATCH="1"),
+        # what each process of a `zeropatch run` job adds: its record written to the job's folder at exit
+        "same, under zeropatch run (job record)": interpreter("pass", ZEROPATCH="1", ZEROPATCH_RUN_DIR=RUN_DIR),
     }
     medians = interleaved_medians(cases, rounds)
     base = medians["python -c pass"]

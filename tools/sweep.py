@@ -44,13 +44,15 @@ def colossalai(release):
     return [(["--no-deps", "--force-reinstall", f"colossalai=={release}"], {})]
 
 
-def deepspeed(pair):
-    deepspeed_release, accelerate_release = pair
+def deepspeed(releases):
+    """(deepspeed, accelerate, transformers): the transformers of the accelerate release's time (5.x wants >= 1.1)."""
+    deepspeed_release, accelerate_release, transformers_release = releases
     steps = []
     if installed("deepspeed") != deepspeed_release:  # its CPU communication op compiled at install, once per release
         steps.append((["--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps",
                        f"deepspeed=={deepspeed_release}"], DEEPSPEED_AOT))
-    steps.append(([*constraints(), f"deepspeed=={deepspeed_release}", f"accelerate=={accelerate_release}"], {}))
+    steps.append(([*constraints(), f"deepspeed=={deepspeed_release}", f"accelerate=={accelerate_release}",
+                   f"transformers=={transformers_release}"], {}))
     return steps
 
 
@@ -80,8 +82,9 @@ STACKS = {
                     "tests/test_colossalai.py::test_hybrid_adam_under_low_level_zero_trains_as_torch_adamw[2]",
                     "tests/test_colossalai.py::test_uninstall_restores_the_original_class",
                     "tests/test_colossalai_kwargs.py"]),
-    "deepspeed": (deepspeed, [("0.16.9", "1.15.0"), ("0.17.6", "1.15.0"), ("0.18.9", "1.15.0"), ("0.19.8", "1.15.0"),
-                              ("0.19.8", "1.10.1"), ("0.19.8", "1.5.2"), ("0.19.8", "1.0.1")],
+    "deepspeed": (deepspeed, [("0.16.9", "1.15.0", "5.23.0"), ("0.17.6", "1.15.0", "5.23.0"), ("0.18.9", "1.15.0", "5.23.0"),
+                              ("0.19.8", "1.15.0", "5.23.0"), ("0.19.8", "1.10.1", "5.23.0"), ("0.19.8", "1.5.2", "5.23.0"),
+                              ("0.19.8", "1.0.1", "4.51.3")],
                   "import deepspeed, accelerate; from deepspeed.runtime.engine import DeepSpeedEngine",
                   ["param_names", "ds_scheduler", "ds_launcher_env"],
                   ["tests/test_param_names.py::test_checkpoint_after_dispatch_restores_every_weight[2-frozen_and_trainable]",

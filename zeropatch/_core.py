@@ -553,20 +553,23 @@ def uninstall(*names):
             _stop(registry[name], "uninstalled")
 
 
-_WARNED = set()
+_LOGGED = set()
+
+
+def _log_once(level, message):
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        logger().log(level, "zeropatch: %s", message)
 
 
 def warn_once(message):
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logger().warning("zeropatch: %s", message)
+    """One WARNING per process for ``message``: a configuration problem."""
+    _log_once(30, message)
 
 
 def inform_once(message):
     """One INFO line per process for ``message`` (DEBUG on ranks other than 0): what a patch did at a call."""
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logger().log(20 if _rank() == 0 else 10, "zeropatch: %s", message)
+    _log_once(20 if _rank() == 0 else 10, message)
 
 
 def _record(entry):

@@ -74,8 +74,7 @@ def gather(run_dir, command, returncode):
             entry = patches.setdefault(record["name"], {"states": {}, "reasons": {}})
             entry["states"][record["state"]] = entry["states"].get(record["state"], 0) + 1
             if record["state"] in (_core.FAILED, _core.SKIPPED, _core.NOT_NEEDED):
-                entry["reasons"].setdefault(record["reason"], 0)
-                entry["reasons"][record["reason"]] += 1
+                entry["reasons"][record["reason"]] = entry["reasons"].get(record["reason"], 0) + 1
     return {"command": command, "returncode": returncode, "processes": processes, "patches": patches}
 
 

@@ -81,23 +81,40 @@ def _warn_replaced_trainable(state, named):
         )
 
 
+def _offloaded_hook(module):
+    """The AlignDevicesHook that offloads ``module``'s parameters (what accelerate's has_offloaded_params checks,
+    which accelerate < 1.1 lacks), or None."""
+    hooks = sys.modules.get("accelerate.hooks")
+    hook = getattr(module, "_hf_hook", None)
+    if hooks is None or not isinstance(hook, getattr(hooks, "AlignDevicesHook", ())) or not hook.offload:
+        return None
+    return hook
+
+
 def _offloaded_modules(module):
-    utils = sys.modules.get("accelerate.utils")
-    if utils is None or not hasattr(utils, "has_offloaded_params"):
-        return []
-    return [sub for sub in module.modules() if utils.has_offloaded_params(sub)]
+    return [sub for sub in module.modules() if _offloaded_hook(sub) is not None]
 
 
 def _onloaded(modules):
-    """A context in which accelerate-offloaded parameters hold their real values, from their offload store."""
+    """A context in which accelerate-offloaded parameters hold their real values, from their offload store:
+    accelerate's align_module_device where it exists (1.1+), else the offloading hook's own pre/post forward."""
     import contextlib
 
-    with contextlib.ExitStack() as entering:  # if one module fails to onload, the others are put back
-        if modules:
-            from accelerate.utils import align_module_device
+    utils = sys.modules.get("accelerate.utils")
+    align = getattr(utils, "align_module_device", None)
 
-            for module in modules:
-                entering.enter_context(align_module_device(module, "cpu"))
+    @contextlib.contextmanager
+    def through_the_hook(module):
+        hook = _offloaded_hook(module)
+        hook.pre_forward(module)
+        try:
+            yield
+        finally:
+            hook.post_forward(module, None)
+
+    with contextlib.ExitStack() as entering:  # if one module fails to onload, the others are put back
+        for module in modules:
+            entering.enter_context(align(module, "cpu") if align is not None else through_the_hook(module))
         return entering.pop_all()
 
 
