@@ -1,6 +1,7 @@
 """gloo_exit on the real torch.distributed (gloo): exit is bounded when a peer never joins a pending collective,
-forked children leave the parent's groups alone, and processes that destroyed their groups are untouched. That
-the abort is gone is shown by the repro (both ways) and measured by patches/gloo_exit/count_aborts.py."""
+the workers of groups that outlive destroy_process_group() are found and waited for, and forked children leave
+the parent's groups alone. That the abort is gone is shown by the repro (both ways) and measured by
+patches/gloo_exit/count_aborts.py."""
 
 import time
 
@@ -52,5 +53,23 @@ tensor = torch.ones(2)
 dist.all_reduce(tensor)   # the parent's group still works
 assert dist.is_initialized()
 dist.destroy_process_group()   # destroyed by the script itself: the handler finds nothing to do
+print("ok")
+''', timeout=120))
+
+
+def test_workers_of_groups_that_outlive_destroy_process_group_are_waited_for():
+    assert_ok(run_python('''
+import os, time, torch, torch.distributed as dist
+import zeropatch
+from zeropatch.patches import gloo_exit
+os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
+dist.init_process_group("gloo")
+kept = dist.new_group([0])        # held by the script, as ColossalAI's plugins and optimizers hold theirs
+dist.all_reduce(torch.ones(4), group=kept)
+assert len(gloo_exit.gloo_worker_states()) >= 2, "torch no longer names its gloo workers " + gloo_exit.GLOO_WORKER_THREAD
+dist.destroy_process_group()
+time.sleep(0.2)
+assert gloo_exit.gloo_worker_states(), "the kept group's workers live on until finalisation"
+assert gloo_exit._wait_for_quiet_gloo_workers(time.monotonic() + 10)
 print("ok")
 ''', timeout=120))

@@ -10,10 +10,12 @@ work is done and its output printed. Seen in 14 of 80 processes of a plain two-r
 2.13 and 12 of 60 on 2.15.
 
 Changes: at exit, while the interpreter is still whole (an atexit handler), in a process with a gloo group:
-``destroy_process_group()``, which shuts down every group and joins the gloo worker threads. The shutdown runs
-in a helper thread and the exit goes on after SHUTDOWN_SECONDS even if a collective is stuck (a peer gone).
-Processes that destroyed their groups themselves, use no gloo group, or were forked from the process that
-registered the handler (DataLoader workers) are left alone.
+``destroy_process_group()``, which shuts down every group and joins the gloo worker threads of the groups nobody
+else holds. Groups that live on (ColossalAI's plugins and optimizers keep theirs) keep their workers until
+finalisation, so the handler then waits, with the GIL released, until no gloo worker thread is running (Linux:
+their state in /proc), which lets a late worker release its collective in time. Both steps are bounded:
+the exit goes on after SHUTDOWN_SECONDS even if a collective is stuck (a peer gone). Processes that use no gloo
+group, or were forked from the process that registered the handler (DataLoader workers), are left alone.
 """
 
 import atexit
@@ -23,6 +25,46 @@ import sys
 from zeropatch._core import Patch, Skip, warn_once
 
 SHUTDOWN_SECONDS = 30
+GLOO_WORKER_THREAD = "pt_gloo_runloop"  # the name torch gives ProcessGroupGloo's worker threads
+QUIET_POLLS = 3  # consecutive polls without a running gloo worker that count as quiet
+POLL_SECONDS = 0.005
+
+
+def gloo_worker_states():
+    """The scheduler state letter (R running, S sleeping, ...) of each gloo worker thread of this process; empty
+    where there are none or /proc cannot tell (not Linux)."""
+    states = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return states
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat") as file:
+                stat = file.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
+        if name == GLOO_WORKER_THREAD:
+            states.append(state)
+    return states
+
+
+def _wait_for_quiet_gloo_workers(deadline):
+    """Sleep (the GIL released) until no gloo worker has been running or runnable for QUIET_POLLS polls in a row, or
+    until ``deadline``: a worker still dropping a finished collective gets the GIL it needs now, not during
+    finalisation. Returns whether they went quiet."""
+    import time
+
+    if not gloo_worker_states():
+        return True
+    quiet = 0
+    while quiet < QUIET_POLLS:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+        quiet = 0 if any(state in "RD" for state in gloo_worker_states()) else quiet + 1
+    return True
 
 
 def _uses_gloo(dist):
@@ -39,20 +81,27 @@ def _uses_gloo(dist):
 def _shut_down_at_exit(registering_pid):
     def shut_down():
         dist = sys.modules.get("torch.distributed")
-        if os.getpid() != registering_pid or dist is None or not dist.is_initialized() or not _uses_gloo(dist):
+        if os.getpid() != registering_pid or dist is None:
             return
         import threading
+        import time
 
-        helper = threading.Thread(target=dist.destroy_process_group, name="zeropatch-gloo-exit", daemon=True)
-        try:
-            helper.start()
-        except RuntimeError:  # Python >= 3.12 refuses new threads at shutdown: shut down here, unbounded
-            dist.destroy_process_group()
-            return
-        helper.join(SHUTDOWN_SECONDS)
-        if helper.is_alive():
-            warn_once(f"gloo_exit: the process groups did not shut down within {SHUTDOWN_SECONDS} s at exit (a "
-                      "collective still waiting for a peer?); exiting without them")
+        deadline = time.monotonic() + SHUTDOWN_SECONDS
+        if dist.is_initialized() and _uses_gloo(dist):
+            helper = threading.Thread(target=dist.destroy_process_group, name="zeropatch-gloo-exit", daemon=True)
+            try:
+                helper.start()
+            except RuntimeError:  # Python >= 3.12 refuses new threads at shutdown: shut down here, unbounded
+                dist.destroy_process_group()
+            else:
+                helper.join(SHUTDOWN_SECONDS)
+                if helper.is_alive():
+                    warn_once(f"gloo_exit: the process groups did not shut down within {SHUTDOWN_SECONDS} s at exit "
+                              "(a collective still waiting for a peer?); exiting without them")
+                    return
+        if not _wait_for_quiet_gloo_workers(deadline):
+            warn_once(f"gloo_exit: gloo worker threads still running {SHUTDOWN_SECONDS} s into the exit; exiting "
+                      "without waiting for them")
 
     return shut_down
 
