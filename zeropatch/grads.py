@@ -24,6 +24,19 @@ def full_grad(param, optimizer=None):
     return param.grad
 
 
+def gather_shards(shard, param, group):
+    """``param``'s full gradient from this rank's flat ``shard`` of it (a collective over ``group``): the shards in
+    rank order, padding cut, shaped like ``param``. One flat output, the form every backend accepts (gloo takes no
+    other)."""
+    import torch
+    import torch.distributed as dist
+
+    flat = shard.flatten()
+    pieces = [torch.empty_like(flat) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(pieces, flat, group=group)
+    return torch.cat(pieces)[: param.numel()].view_as(param)
+
+
 def _is_deepspeed(optimizer):
     return optimizer is not None and any(
         klass.__module__.startswith("deepspeed") for klass in type(optimizer).__mro__

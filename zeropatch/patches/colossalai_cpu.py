@@ -10,8 +10,10 @@ found for CPUAdamLoader on the current machine".
 Changes, only while the active accelerator is the CPU one: streams become no-op placeholders and
 ``synchronize`` a no-op (CPU work is synchronous), the device assertion is passed (the dtype checks of
 ``_sanity_checks`` still run), ``overlap_communication`` is forced off (there is no side stream to overlap
-on), and ``CPUAdamLoader`` hands out ``TorchCpuAdam``, the kernel's arithmetic in plain torch (same
-constructor and ``step``). Numerics are those of the real optimizers; only the device plumbing and the
+on), ``CPUAdamLoader`` hands out ``TorchCpuAdam``, the kernel's arithmetic in plain torch (same
+constructor and ``step``), and on 0.4.3-0.4.6 ``get_param_grad`` gathers into a flat tensor (those releases
+gather into a stacked ``(world, n)`` one, which gloo refuses: "ProcessGroupGloo::allgather: invalid tensor
+size"). Numerics are those of the real optimizers; only the device plumbing and the
 kernel's implementation change. For debugging and tests without GPUs, hence opt-in.
 """
 
@@ -19,9 +21,12 @@ import math
 import sys
 import types
 
-from zeropatch._core import Patch, Skip
+from zeropatch._core import Patch, Skip, installed_version, version_tuple
+from zeropatch.grads import gather_shards
 
 NO_STREAM_METHODS = ("Stream", "current_stream", "default_stream")
+# releases whose get_param_grad gathers into a (world, *shape) tensor, a form only NCCL accepts: [first, fixed)
+STACKED_GATHER_RELEASES = ((0, 4, 3), (0, 4, 7))
 OPTIMIZER_MODULE = "colossalai.zero.low_level.low_level_optim"
 KERNEL_LOADER_MODULE = "colossalai.kernel.kernel_loader"
 
@@ -136,6 +141,17 @@ def _low_level_zero_on_cpu(patcher, low_level_optim, get_accelerator, cpu_accele
 
     patcher.wrap(optimizer, "__init__", init_without_overlap)
     patcher.wrap(optimizer, "_sanity_checks", sanity_checks_past_the_device_assert)
+    if STACKED_GATHER_RELEASES[0] <= version_tuple(installed_version("colossalai") or "0") < STACKED_GATHER_RELEASES[1]:
+        def param_grad_gathered_flat(wrapped, instance, args, kwargs):
+            if not on_cpu():
+                return wrapped(*args, **kwargs)
+            (working_param,) = args or kwargs.values()
+            grad_store = instance.pid_to_grad_store[id(working_param)]
+            grad = grad_store.get_working_grad_by_param_id(id(working_param))
+            return None if grad is None else gather_shards(grad, working_param, grad_store.torch_pg)
+
+        patcher.wrap(optimizer, "get_param_grad", param_grad_gathered_flat)
+        return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo); get_param_grad gathers into a flat tensor"
     return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo)"
 
 
@@ -175,6 +191,7 @@ PATCH = Patch(
         r"this method is not supported for cpu accelerator",
         r"No usable kernel found for CPUAdamLoader",
         r"'LowLevelZeroOptimizer' object has no attribute 'grad_handles'",
+        r"ProcessGroupGloo::allgather: invalid tensor size",
     ),
     default=False,
 )

@@ -14,6 +14,7 @@ patches/param_store/README.md). Subclasses (HybridParallel, MoE) inherit the pat
 import weakref
 
 from zeropatch._core import Patch, Skip
+from zeropatch.grads import gather_shards
 
 OLD_STORE_API = "_param_store / _grad_store / _bucket_store"
 
@@ -222,17 +223,8 @@ def _new_accessors(patcher):
         return self._grad_store.grad_to_param_mapping.get(id(grad))
 
     def get_param_grad(self, working_param):
-        import torch
-        import torch.distributed as dist
-
         grad = self.get_working_grad_by_param_id(id(working_param))
-        if grad is None:
-            return None
-        flat = grad.flatten()
-        group = self._bucket_store.torch_pg
-        pieces = [torch.empty_like(flat) for _ in range(dist.get_world_size(group))]
-        dist.all_gather(pieces, flat, group=group)
-        return torch.cat(pieces)[: working_param.numel()].view_as(working_param)
+        return None if grad is None else gather_shards(grad, working_param, self._bucket_store.torch_pg)
 
     def require_grad_sync_set(self, value):
         self._grad_store.require_grad_sync = value
