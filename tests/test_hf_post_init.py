@@ -3,9 +3,12 @@ post_init) keep their own initialisation when built directly, and from_pretraine
 whichever of zeropatch and the model class came first; the bookkeeping alone would not be enough; models that call
 post_init and transformers' own models are untouched; on transformers 4 the patch is not needed."""
 
+import sys
+import textwrap
+
 import pytest
 
-from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_python
+from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_command, run_python
 
 pytestmark = requires("torch", "transformers")
 needs_transformers_5 = pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5,),
@@ -48,7 +51,7 @@ def test_legacy_model_keeps_its_init_and_loads_every_tensor_as_saved(order):
     first, second = ("import zeropatch\n", "") if order == "zeropatch first" else ("from repro import LegacyDiT\n", "import zeropatch\n")
     assert_ok(run_python(LEGACY + first + second + CHECK + '''
 assert zeropatch.status("hf_post_init")[0].state == "applied"
-assert "all_tied_weights_keys" in vars(built) and isinstance(built._no_split_modules, set)
+assert "all_tied_weights_keys" in vars(built)   # post_init's bookkeeping ran (what else it sets varies by 5.x release)
 print("ok")
 '''))
 
@@ -75,8 +78,10 @@ print("ok")
 
 
 @needs_transformers_5
-def test_models_that_call_post_init_and_transformers_models_are_untouched():
-    assert_ok(run_python('''
+def test_models_that_call_post_init_and_transformers_models_are_untouched(tmp_path):
+    # a script file, not `python -c`: transformers 5.0.0 reads the model's module's __file__ when building one
+    script = tmp_path / "modern.py"
+    script.write_text(textwrap.dedent('''
 import torch, zeropatch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel, BertConfig, BertModel
@@ -107,6 +112,7 @@ legacy = _legacy_class(Base)
 assert not legacy(BertModel) and not legacy(Modern)   # transformers' own, and a model with its own _init_weights
 print("ok")
 '''))
+    assert_ok(run_command([sys.executable, str(script)]))
 
 
 @needs_transformers_5
