@@ -141,18 +141,24 @@ def _low_level_zero_on_cpu(patcher, low_level_optim, get_accelerator, cpu_accele
 
     patcher.wrap(optimizer, "__init__", init_without_overlap)
     patcher.wrap(optimizer, "_sanity_checks", sanity_checks_past_the_device_assert)
+    done = "LowLevelZeroOptimizer runs on the CPU accelerator (gloo)"
     if STACKED_GATHER_RELEASES[0] <= version_tuple(installed_version("colossalai") or "0") < STACKED_GATHER_RELEASES[1]:
-        def param_grad_gathered_flat(wrapped, instance, args, kwargs):
-            if not on_cpu():
-                return wrapped(*args, **kwargs)
-            (working_param,) = args or kwargs.values()
-            grad_store = instance.pid_to_grad_store[id(working_param)]
-            grad = grad_store.get_working_grad_by_param_id(id(working_param))
-            return None if grad is None else gather_shards(grad, working_param, grad_store.torch_pg)
+        patcher.wrap(optimizer, "get_param_grad", _param_grad_gathered_flat(on_cpu))
+        done += "; get_param_grad gathers into a flat tensor"
+    return done
 
-        patcher.wrap(optimizer, "get_param_grad", param_grad_gathered_flat)
-        return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo); get_param_grad gathers into a flat tensor"
-    return "LowLevelZeroOptimizer runs on the CPU accelerator (gloo)"
+
+def _param_grad_gathered_flat(on_cpu):
+    """get_param_grad for the releases that gather into a stacked tensor: on CPU, the same gradient gathered flat."""
+    def param_grad(wrapped, instance, args, kwargs):
+        if not on_cpu():
+            return wrapped(*args, **kwargs)
+        (working_param,) = args or kwargs.values()
+        grad_store = instance.pid_to_grad_store[id(working_param)]
+        grad = grad_store.get_working_grad_by_param_id(id(working_param))
+        return None if grad is None else gather_shards(grad, working_param, grad_store.torch_pg)
+
+    return param_grad
 
 
 def _cpu_adam_in_torch(patcher, kernel_loader, on_cpu):
