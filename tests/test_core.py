@@ -201,7 +201,7 @@ def test_unknown_name_in_install_names_the_valid_choices(sample):
         try:
             zeropatch.install("sampel")
         except ValueError as error:
-            assert "unknown zeropatch patch 'sampel'" in str(error) and "sample" in str(error), error
+            assert "unknown patch 'sampel' (did you mean 'sample'?)" in str(error) and "sample" in str(error), error
         else:
             raise AssertionError("expected ValueError")
     '''))
@@ -249,12 +249,29 @@ def test_status_command_lists_every_patch_and_versions():
     from zeropatch._cli import VERSIONED
 
     assert set(report["versions"]) == {"python", *VERSIONED}
-    from zeropatch._core import PATCH_MODULES, STATES
+    from zeropatch._core import STATES, valid_names
 
-    assert [p["name"] for p in report["patches"]] == list(PATCH_MODULES)
+    assert [p["name"] for p in report["patches"]] == list(valid_names())
     assert all(p["state"] in STATES and p["reason"] for p in report["patches"])
     table = run_python("import sys; from zeropatch._cli import main; sys.exit(main(['status']))")
     assert_ok(table)
-    for name in PATCH_MODULES:
+    for name in valid_names():
         assert name in table.stdout
     assert "torch" in table.stdout.splitlines()[0]
+
+
+def test_the_catalogue_is_read_off_the_package_one_module_per_patch():
+    """zeropatch/patches/<library>/<name>.py: the module is named as its patch, the folder as the package whose
+    release brought the drift, and it opens with the docstring that says what breaks."""
+    import importlib
+
+    from zeropatch._core import patch_modules, valid_names
+
+    modules = patch_modules()
+    assert modules and len(modules) == len(valid_names())
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        library, name = module_name.split(".")[-2:]
+        assert module.PATCH.name == name, module_name
+        assert module.PATCH.package.replace("-", "_") == library, module_name
+        assert module.__doc__ and "Breaks" in module.__doc__ and "Changes" in module.__doc__, module_name

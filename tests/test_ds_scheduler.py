@@ -84,7 +84,7 @@ def test_what_cannot_be_deferred_says_what_to_do():
         import torch, torch.optim.lr_scheduler as S
         import zeropatch
         from accelerate.utils import DummyOptim
-        from zeropatch.patches.ds_scheduler import DeferredSchedulerError
+        from zeropatch.patches.accelerate.ds_scheduler import DeferredSchedulerError
         opt = DummyOptim([torch.nn.Parameter(torch.zeros(2))], lr=0.1)
         try:
             S.ReduceLROnPlateau(opt)
@@ -104,7 +104,7 @@ def test_what_cannot_be_deferred_says_what_to_do():
         real = S.StepLR(torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=0.1), step_size=1)
         assert type(copy.deepcopy(real)) is S.StepLR
         zeropatch.uninstall("ds_scheduler")
-        from zeropatch.patches.ds_scheduler import pass_through_new
+        from zeropatch.patches.accelerate.ds_scheduler import pass_through_new
         assert vars(S.LRScheduler)["__new__"] is pass_through_new   # see the patch: CPython keeps the slot
         assert type(S.StepLR(real.optimizer, step_size=1)) is S.StepLR
         try:

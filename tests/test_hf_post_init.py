@@ -61,7 +61,7 @@ def test_bookkeeping_alone_would_still_load_wrong_tensors():
     """Without the patch but with the bookkeeping done by hand, 5.x re-randomises the loaded weights (the model's own
     initialize_weights answers) and gives the computed buffer uninitialised memory: the other two parts matter."""
     assert_ok(run_python(LEGACY + '''
-from zeropatch.patches.hf_post_init import complete_post_init
+from zeropatch.patches.transformers.hf_post_init import complete_post_init
 from repro import LegacyDiT, LegacyDiTConfig
 original_init = LegacyDiT.__init__
 def init_with_bookkeeping(self, config):
@@ -106,7 +106,7 @@ Modern(Cfg())
 assert calls.count("post_init") == 1, calls     # zeropatch did not run it a second time
 bert = BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16))
 assert calls.count("post_init") == 2, calls
-from zeropatch.patches.hf_post_init import _legacy_class
+from zeropatch.patches.transformers.hf_post_init import _legacy_class
 from transformers.modeling_utils import PreTrainedModel as Base
 legacy = _legacy_class(Base)
 assert not legacy(BertModel) and not legacy(Modern)   # transformers' own, and a model with its own _init_weights

@@ -90,7 +90,7 @@ print("ok")
 def test_loading_into_offloaded_parameters_refuses_clearly():
     result = run_ranks(PRELUDE + '''
 from accelerate import dispatch_model
-from zeropatch.patches.param_names import OffloadedLoadError
+from zeropatch.patches.deepspeed.param_names import OffloadedLoadError
 engine = engine_for(build(seed=0), 2)
 work = tempfile.mkdtemp()
 engine.save_checkpoint(work + "/ckpt")

@@ -16,21 +16,7 @@ FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
 
-PATCH_MODULES = (
-    "param_store",
-    "pg_deepcopy",
-    "gloo_exit",
-    "param_names",
-    "fused_ema",
-    "ds_scheduler",
-    "ds_launcher_env",
-    "colossalai_cpu",
-    "torchvision_video",
-    "colossalai_kwargs",
-    "hf_post_init",
-    "t5_apex_norm",
-    "pandas_groupby_names",
-)
+PATCHES_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patches")
 
 ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
@@ -58,12 +44,14 @@ class Patch:
     apply(patcher, module) changes the target through ``patcher`` (so that revert restores every
     original by identity) and may return a short detail for the log line; it raises Skip or
     NotNeeded to decline. ``targets`` is a tuple of module names, or a callable returning one
-    (evaluated at install time, for targets named by configuration).
+    (evaluated at install time, for targets named by configuration). ``provides``: the targets are modules that
+    newer releases removed; when no finder finds one, zeropatch creates it empty and ``apply`` fills it (see
+    ``is_provided``); if ``apply`` declines, the import fails as it would have.
     """
 
-    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply")
+    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides")
 
-    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True):
+    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False):
         self.name = name
         self.summary = summary
         self.package = package
@@ -72,6 +60,7 @@ class Patch:
         self.errors = tuple(errors)
         self.default = default
         self.apply = apply
+        self.provides = provides
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)
@@ -220,6 +209,14 @@ def choices_text():
     return "valid: 1, all, 0, " + ", ".join(valid_names())
 
 
+def unknown_name(token):
+    """``unknown patch 'pg_deepcopi' (did you mean 'pg_deepcopy'?)``: the nearest valid name, when one is near."""
+    import difflib
+
+    near = difflib.get_close_matches(str(token), valid_names(), n=1) if isinstance(token, str) else []
+    return f"unknown patch {token!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+
+
 def _split(value):
     return [token.strip() for token in value.split(",") if token.strip()]
 
@@ -242,7 +239,7 @@ def parse_selection(value):
         elif token in OFF_WORDS:
             problems.append(f"{ENV_SELECT}={value!r}: '0' turns zeropatch off and cannot be combined with names")
         else:
-            problems.append(f"{ENV_SELECT}={value!r}: unknown patch {token!r} ignored ({choices_text()})")
+            problems.append(f"{ENV_SELECT}={value!r}: {unknown_name(token)} ignored ({choices_text()})")
     return list(dict.fromkeys(names)), problems
 
 
@@ -254,7 +251,7 @@ def parse_disable(value):
             names.append(token)
         else:
             problems.append(
-                f"{ENV_DISABLE}={value!r}: unknown patch {token!r} ignored (valid: {', '.join(valid_names())})"
+                f"{ENV_DISABLE}={value!r}: {unknown_name(token)} ignored (valid: {', '.join(valid_names())})"
             )
     return names, problems
 
@@ -292,14 +289,27 @@ class _Entry:
 _REGISTRY = None
 
 
+def patch_modules():
+    """The built-in patch modules, read off the package: ``zeropatch/patches/<library>/<patch name>.py``, by library,
+    then by name. Adding a patch is adding a module there; nothing else lists them."""
+    found = []
+    for library in sorted(os.listdir(PATCHES_FOLDER)):
+        folder = os.path.join(PATCHES_FOLDER, library)
+        if library.startswith(("_", ".")) or not os.path.isdir(folder):
+            continue
+        found += [f"zeropatch.patches.{library}.{file[:-3]}" for file in sorted(os.listdir(folder))
+                  if file.endswith(".py") and not file.startswith("_")]
+    return found
+
+
 def _registry():
     global _REGISTRY
     if _REGISTRY is None:
         import importlib
 
         registry = {}
-        for module_name in PATCH_MODULES:
-            patch = importlib.import_module(f"zeropatch.patches.{module_name}").PATCH
+        for module_name in patch_modules():
+            patch = importlib.import_module(module_name).PATCH
             registry[patch.name] = _Entry(patch)
         _REGISTRY = registry
     return _REGISTRY
@@ -314,9 +324,9 @@ def register(patch):
 
 
 def _target_version(patch, module):
-    top = sys.modules.get(module.__name__.split(".")[0])
-    version = getattr(top, "__version__", None)
-    if not isinstance(version, str):
+    top_name = module.__name__.split(".")[0]
+    version = getattr(sys.modules.get(top_name), "__version__", None)
+    if not isinstance(version, str) or top_name != patch.package.replace("-", "_"):  # argparse's is not torch's
         version = installed_version(patch.package)
     return version or "unknown"
 
@@ -336,7 +346,7 @@ def report_to_job():
         import json
 
         record = {"pid": os.getpid(), "rank": os.environ.get("RANK"), "argv": sys.argv[:3],
-                  "patches": [patch_status.as_dict() for patch_status in status()]}
+                  "patches": [_record(entry, look_up_installed=False).as_dict() for entry in _registry().values()]}
         path = os.path.join(folder, f"{os.getpid()}.json")
         with open(path + ".tmp", "w") as file:
             json.dump(record, file)
@@ -386,6 +396,8 @@ def _apply_to(entry, module, executed=False):
         if loud:
             raise PatchError(f"zeropatch patch {patch.name!r} failed on {name}: {reason}") from error
         return
+    if is_provided(module):
+        patcher.on_revert(lambda: _forget_provided(module))
     entry.patchers[name] = patcher
     _set_target_state(entry, name, APPLIED, detail or f"patched {name}", version)
     log = logger()
@@ -403,6 +415,7 @@ class _ImportWatcher:
 
     def __init__(self):
         self.callbacks = {}  # module name -> list of callables(module)
+        self.providable = set()  # module names a patch can provide when no finder finds them
         self._finding = set()
 
     def find_spec(self, fullname, path=None, target=None):
@@ -417,7 +430,11 @@ class _ImportWatcher:
                 if spec is not None:
                     break
             else:
-                return None
+                if fullname not in self.providable:
+                    return None
+                from importlib.machinery import ModuleSpec
+
+                return ModuleSpec(fullname, _ProvidingLoader(self))
         finally:
             self._finding.discard(fullname)
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
@@ -449,11 +466,45 @@ class _NotifyingLoader:
         self._watcher.notify(module)
 
 
+class _ProvidingLoader:
+    """Loads a module that no finder found, for a patch that provides it: the module starts empty and the patches
+    watching it fill it. If none of them did (each declined or failed), the import fails as it would have."""
+
+    def __init__(self, watcher):
+        self._watcher = watcher
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        self._watcher.notify(module)
+        name = module.__name__
+        if not any(entry.targets.get(name, (None,))[0] == APPLIED for entry in _registry().values()):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def is_provided(module):
+    """Whether ``module`` is one zeropatch created (the release imported does not have it), not the library's own."""
+    return isinstance(getattr(getattr(module, "__spec__", None), "loader", None), _ProvidingLoader)
+
+
+def _forget_provided(module):
+    """Undo the import of a provided module: out of sys.modules and off its parent package."""
+    name = module.__name__
+    if sys.modules.get(name) is module:
+        del sys.modules[name]
+    parent, _, child = name.rpartition(".")
+    if parent and getattr(sys.modules.get(parent), child, None) is module:
+        delattr(sys.modules[parent], child)
+
+
 _WATCHER = _ImportWatcher()
 
 
-def _watch(module_name, callback):
+def _watch(module_name, callback, providable=False):
     _WATCHER.callbacks.setdefault(module_name, []).append(callback)
+    if providable:
+        _WATCHER.providable.add(module_name)
     if _WATCHER not in sys.meta_path:
         sys.meta_path.insert(0, _WATCHER)
 
@@ -464,6 +515,7 @@ def _unwatch(module_name, callback):
         callbacks.remove(callback)
     if not callbacks:
         _WATCHER.callbacks.pop(module_name, None)
+        _WATCHER.providable.discard(module_name)
     if not _WATCHER.callbacks and _WATCHER in sys.meta_path:
         sys.meta_path.remove(_WATCHER)
 
@@ -493,7 +545,7 @@ def _start(entry, explicit):
     callback = _callback_for(entry)
     _CALLBACKS[entry.patch.name] = callback
     for module_name in entry.patch.target_modules():
-        _watch(module_name, callback)
+        _watch(module_name, callback, entry.patch.provides)
     for module_name in entry.patch.target_modules():
         module = sys.modules.get(module_name)
         if module is not None:
@@ -517,7 +569,7 @@ def _check_names(names):
     registry = _registry()
     unknown = [name for name in names if not isinstance(name, str) or name not in registry]
     if unknown:
-        raise ValueError(f"unknown zeropatch patch {', '.join(map(repr, unknown))}; valid: {', '.join(registry)}")
+        raise ValueError(f"zeropatch: {', '.join(map(unknown_name, unknown))}; valid: {', '.join(registry)}")
     return registry
 
 
@@ -572,7 +624,9 @@ def inform_once(message):
     _log_once(20 if _rank() == 0 else 10, message)
 
 
-def _record(entry):
+def _record(entry, look_up_installed=True):
+    """The PatchStatus of one entry. ``look_up_installed=False`` (the job record): a patch whose targets were never
+    imported is reported waiting without reading installed versions, which costs milliseconds per package."""
     patch = entry.patch
     targets = patch.target_modules()
     target_text = ", ".join(targets) if targets else "(none configured)"
@@ -582,9 +636,9 @@ def _record(entry):
     if not entry.requested:
         state, reason = DISABLED, entry.why_disabled
     elif not arrived:
-        installed = installed_version(patch.package)
+        installed = installed_version(patch.package) if look_up_installed else None
         state = WAITING
-        if installed:
+        if installed or not look_up_installed or patch.provides:  # a provided module needs no installed package
             first = targets[0] if targets else target_text
             reason = f"applies when {first}" + (f" (or {len(targets) - 1} more)" if len(targets) > 1 else "") + " is imported"
             detected = installed
