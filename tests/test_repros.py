@@ -54,6 +54,8 @@ REPROS = {
     "t5_apex_norm": (("torch", "transformers"), None, "all", {"PYTHONPATH": STAND_INS},
                      lambda: distribution_version("transformers") >= (5, 8), None,
                      "repro: all 5 T5 layer norms are apex's FusedRMSNorm"),
+    "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
+                   "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
     "pandas_groupby_names": (("pandas", "pandarallel"), None, "all", {}, lambda: distribution_version("pandas") >= (3, 1), None,
                              "repro: pandarallel's parallel_apply equals apply"),
 }

@@ -1,0 +1,171 @@
+"""torch_load on the real torch.load: legacy checkpoints with data-only objects load with weights_only still on, and
+nothing that could run code gets through, with or without zeropatch. Each case saves real objects (argparse, numpy,
+omegaconf, DeepSpeed) with torch.save and loads them in a fresh interpreter."""
+
+import pytest
+
+from conftest import assert_ok, distribution_version, requires, run_python
+
+pytestmark = [requires("torch", "numpy"),
+              pytest.mark.skipif((distribution_version("torch") or (0,)) < (2, 6), reason="weights_only default: torch 2.6")]
+
+SAVE_LEGACY = '''
+import argparse, io, os, sys, tempfile, numpy as np, torch
+np.random.seed(3)
+legacy = {"args": argparse.Namespace(model="DiT-XL/2", lr=1e-4, layers=[1, 2]), "rng": np.random.get_state(),
+          "scalars": [np.float64(0.5), np.int64(7), np.bool_(True), np.float32(2.0)],
+          "arrays": [np.arange(6, dtype=np.uint8).reshape(2, 3), np.array(["a", "bc"]), np.array([1, "x"], dtype=object)]}
+path = os.path.join(tempfile.mkdtemp(), "legacy.pt")
+torch.save(legacy, path)
+def same(a, b):
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+'''
+
+# A pickle that runs a shell command when unpickled (os.system through REDUCE), and others that call code.
+MALICIOUS = '''
+import builtins, os, pickle, tempfile, torch
+marker = os.path.join(tempfile.mkdtemp(), "pwned")
+class Shell:
+    def __reduce__(self):
+        return (os.system, (f"touch {marker}",))
+class Eval:
+    def __reduce__(self):
+        return (builtins.eval, ("__import__('os').system('touch %s')" % marker,))
+class ViaNamespace:  # a listed class used as a callable with a payload: it may only build a Namespace
+    def __reduce__(self):
+        import argparse
+        return (argparse.Namespace, (), {"x": Shell()})
+payloads = {}
+for name, payload in (("os.system", Shell()), ("eval", Eval()), ("namespace", ViaNamespace())):
+    path = os.path.join(tempfile.mkdtemp(), name + ".pt")
+    torch.save({"model": torch.ones(1), "extra": payload}, path)
+    payloads[name] = path
+def refused(path, **kwargs):
+    try:
+        torch.load(path, **kwargs)
+    except pickle.UnpicklingError as error:
+        return str(error)
+    raise AssertionError(f"{path} loaded")
+'''
+
+
+def test_legacy_objects_load_equal_with_weights_only_still_on():
+    assert_ok(run_python(SAVE_LEGACY + '''
+try:
+    torch.load(path)
+except Exception as error:
+    assert "Unsupported global" in str(error) or "Can only build" in str(error), error
+else:
+    raise AssertionError("torch refuses these without zeropatch")
+import zeropatch
+before = list(torch.serialization.get_safe_globals())
+loaded = torch.load(path)
+assert same(loaded, legacy), loaded
+assert torch.load(io.BytesIO(open(path, "rb").read()))["args"] == legacy["args"]
+assert list(torch.serialization.get_safe_globals()) == before  # nothing stays admitted after the load
+assert zeropatch.status("torch_load")[0].state == "applied"
+print("ok")
+'''))
+
+
+def test_code_is_refused_with_and_without_zeropatch():
+    assert_ok(run_python(MALICIOUS + '''
+plain = {name: refused(path) for name, path in payloads.items()}
+import zeropatch
+assert zeropatch.status("torch_load")[0].state == "applied"
+for name, path in payloads.items():
+    message = refused(path)
+    assert message.startswith("Weights only load failed") and plain[name].startswith("Weights only load failed")
+    assert "system" in message or "eval" in message, message  # refused at the callable, not before
+    assert "zeropatch (torch_load)" in message and "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in message, message
+    assert "zeropatch" not in refused(path, weights_only=True)
+assert not os.path.exists(marker), "a payload ran"
+print("ok")
+'''))
+
+
+def test_explicit_weights_only_and_torchs_own_switches_keep_torchs_behaviour():
+    code = SAVE_LEGACY + '''
+import zeropatch, pickle
+try:
+    torch.load(path, weights_only=True)
+except pickle.UnpicklingError as error:
+    assert "argparse.Namespace" in str(error) or "Can only build" in str(error)
+    assert "zeropatch" not in str(error)
+else:
+    raise AssertionError("an explicit weights_only=True admits only what torch admits")
+if os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+    try:
+        torch.load(path)
+    except pickle.UnpicklingError:
+        print("strict")
+else:
+    assert same(torch.load(path, weights_only=False), legacy)
+    print("ok")
+'''
+    assert run_python(code).stdout.strip() == "ok"
+    from conftest import clean_environment
+
+    assert run_python(code, env=clean_environment(TORCH_FORCE_WEIGHTS_ONLY_LOAD="1")).stdout.strip() == "strict"
+
+
+def test_the_users_own_safe_globals_survive_the_load():
+    assert_ok(run_python(SAVE_LEGACY + '''
+import argparse, zeropatch
+torch.serialization.add_safe_globals([argparse.Namespace])
+torch.load(path)
+assert argparse.Namespace in torch.serialization.get_safe_globals()
+print("ok")
+'''))
+
+
+@requires("omegaconf")
+def test_omegaconf_configs_load_and_resolve():
+    assert_ok(run_python('''
+import os, tempfile, torch
+from omegaconf import OmegaConf
+config = OmegaConf.create({"model": {"depth": 28, "name": "DiT", "sizes": [1, 2.5]}, "lr": 1e-4, "run": "${model.name}-x"})
+path = os.path.join(tempfile.mkdtemp(), "c.pt")
+torch.save({"cfg": config, "list": OmegaConf.create([1, {"a": None}])}, path)
+import zeropatch
+loaded = torch.load(path)
+assert loaded["cfg"] == config and loaded["cfg"].run == "DiT-x" and OmegaConf.to_container(loaded["list"]) == [1, {"a": None}]
+print("ok")
+'''))
+
+
+@requires("deepspeed")
+def test_deepspeed_state_loads_in_a_process_that_never_imported_deepspeed():
+    saved = run_python('''
+import os, sys, tempfile, torch
+from deepspeed.runtime.fp16.loss_scaler import DynamicLossScaler, LossScaler
+from deepspeed.runtime.zero.config import ZeroStageEnum
+scaler = DynamicLossScaler(init_scale=2 ** 16, scale_window=1000, min_scale=1, delayed_shift=2, consecutive_hysteresis=False)
+path = os.path.join(tempfile.mkdtemp(), "optim_states.pt")
+torch.save({"loss_scaler": scaler, "static": LossScaler(128.0), "zero_stage": ZeroStageEnum(2), "step": 10}, path)
+print(path)
+''')
+    assert_ok(saved)
+    path = saved.stdout.strip().splitlines()[-1]
+    assert_ok(run_python(f'''
+import io, sys, torch, zeropatch
+assert "deepspeed" not in sys.modules
+state = torch.load({path!r})
+assert state["loss_scaler"].cur_scale == 2 ** 16 and state["static"].cur_scale == 128.0 and int(state["zero_stage"]) == 2
+assert torch.load(io.BytesIO(open({path!r}, "rb").read()))["step"] == 10  # a stream is read again from its start
+print("ok")
+'''))
+
+
+def test_security_md_lists_every_admitted_global_and_why():
+    from conftest import ROOT
+    from zeropatch.patches.torch.torch_load import ALLOWED
+
+    security = (ROOT / "SECURITY.md").read_text()
+    assert all(f"| `{name}` | {why} |" in security for name, why in ALLOWED.items())
