@@ -57,7 +57,8 @@ def _fix_for(text):
 
     patches = _core.patches_for_error(text)
     if not patches:
-        return "no patch known"
+        advice = _core.advice_for_error(text)
+        return f"no patch can fix this: {advice[0][1]}" if advice else "no patch known"
     parts = []
     for patch in patches:
         record = _core.status(patch.name)[0]

@@ -75,6 +75,8 @@ def cmd_explain(args):
     else:
         text = sys.stdin.read()
     patches = _core.patches_for_error(text)
+    for patch, advice in _core.advice_for_error(text):
+        print(f"No patch can fix this ({patch.package} drift known to {patch.name}): {advice}")
     if not patches:
         print("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
         return 1

@@ -46,12 +46,16 @@ class Patch:
     NotNeeded to decline. ``targets`` is a tuple of module names, or a callable returning one
     (evaluated at install time, for targets named by configuration). ``provides``: the targets are modules that
     newer releases removed; when no finder finds one, zeropatch creates it empty and ``apply`` fills it (see
-    ``is_provided``); if ``apply`` declines, the import fails as it would have.
+    ``is_provided``); if ``apply`` declines, the import fails as it would have. ``unfixable``: (error pattern, advice)
+    pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
+    what to do.
     """
 
-    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides")
+    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
+                 "unfixable")
 
-    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False):
+    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
+                 unfixable=()):
         self.name = name
         self.summary = summary
         self.package = package
@@ -61,6 +65,7 @@ class Patch:
         self.default = default
         self.apply = apply
         self.provides = provides
+        self.unfixable = tuple(unfixable)
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)
@@ -668,6 +673,14 @@ def patches_for_error(text):
     import re
 
     return [entry.patch for entry in _registry().values() if any(re.search(pattern, text) for pattern in entry.patch.errors)]
+
+
+def advice_for_error(text):
+    """(patch, advice) for each failure in ``text`` that a patch knows of but cannot fix."""
+    import re
+
+    return [(entry.patch, advice) for entry in _registry().values() for pattern, advice in entry.patch.unfixable
+            if re.search(pattern, text)]
 
 
 def status(*names):

@@ -1,0 +1,122 @@
+"""numpy_aliases: numpy's removed aliases are back, each bound to exactly what it meant before its removal.
+
+Breaks: numpy 1.24 removed the aliases of Python builtins deprecated in 1.20 (``np.float``, ``np.int``,
+``np.bool``, ``np.object``, ``np.str``, ``np.complex``, ``np.long``, ``np.unicode``): "module 'numpy' has no
+attribute 'float'". numpy 2.0 removed the scalar-type and constant aliases (``np.float_``, ``np.complex_``,
+``np.string_``, ``np.unicode_``, ``np.NaN``, ``np.Inf``, ``np.bool8``, ...) and function aliases (``np.product``,
+``np.cumproduct``, ``np.alltrue``, ``np.sometrue``, ``np.round_``, ``np.asfarray``, ``np.mat``, ``np.msort``); 2.4
+removed ``np.in1d`` and ``np.trapz``. Data and metrics code around legacy training repos dies on them.
+
+Changes: each name the installed numpy lacks is set on the numpy module, bound to what it was before its removal:
+``np.float`` is the builtin ``float`` (not ``np.float64``), ``np.float_`` is ``np.float64``, ``np.product`` is
+``np.prod``, and so on. A name numpy still (or again) has is left alone: numpy 2's ``np.bool`` is ``np.bool_``
+and ``np.long`` the C long, by numpy's own choice. The NumPy 1.x / 2.x binary break of compiled extensions
+("A module that was compiled using NumPy 1.x cannot be run in NumPy 2") cannot be patched: ``explain`` and
+``check`` name it and what to install.
+"""
+
+from zeropatch._core import NotNeeded, Patch
+
+
+def _asfarray(numpy):
+    def asfarray(a, dtype=numpy.float64):
+        """numpy < 2's asfarray: ``a`` as an array of a floating type (float64 unless ``dtype`` is inexact)."""
+        if not numpy.issubdtype(dtype, numpy.inexact):
+            dtype = numpy.float64
+        return numpy.asarray(a, dtype=dtype)
+
+    return asfarray
+
+
+def _in1d(numpy):
+    def in1d(ar1, ar2, assume_unique=False, invert=False, *, kind=None):
+        """numpy < 2.4's in1d: ``isin`` on the flattened ``ar1``."""
+        return numpy.isin(numpy.asarray(ar1).ravel(), ar2, assume_unique=assume_unique, invert=invert, kind=kind)
+
+    return in1d
+
+
+def _msort(numpy):
+    def msort(a):
+        """numpy < 2's msort: a copy sorted along the first axis."""
+        return numpy.sort(a, axis=0)
+
+    return msort
+
+
+# old name -> (the numpy release that removed it, what it was bound to, as a function of the numpy module)
+ALIASES = {
+    "float": ("1.24", lambda np: float),
+    "int": ("1.24", lambda np: int),
+    "bool": ("1.24", lambda np: bool),
+    "object": ("1.24", lambda np: object),
+    "str": ("1.24", lambda np: str),
+    "complex": ("1.24", lambda np: complex),
+    "long": ("1.24", lambda np: int),
+    "unicode": ("1.24", lambda np: str),
+    "float_": ("2.0", lambda np: np.float64),
+    "complex_": ("2.0", lambda np: np.complex128),
+    "cfloat": ("2.0", lambda np: np.complex128),
+    "singlecomplex": ("2.0", lambda np: np.complex64),
+    "longfloat": ("2.0", lambda np: np.longdouble),
+    "longcomplex": ("2.0", lambda np: np.clongdouble),
+    "clongfloat": ("2.0", lambda np: np.clongdouble),
+    "string_": ("2.0", lambda np: np.bytes_),
+    "unicode_": ("2.0", lambda np: np.str_),
+    "bool8": ("2.0", lambda np: np.bool_),
+    "int0": ("2.0", lambda np: np.intp),
+    "uint0": ("2.0", lambda np: np.uintp),
+    "object0": ("2.0", lambda np: np.object_),
+    "str0": ("2.0", lambda np: np.str_),
+    "bytes0": ("2.0", lambda np: np.bytes_),
+    "void0": ("2.0", lambda np: np.void),
+    "NaN": ("2.0", lambda np: np.nan),
+    "NAN": ("2.0", lambda np: np.nan),
+    "Inf": ("2.0", lambda np: np.inf),
+    "Infinity": ("2.0", lambda np: np.inf),
+    "infty": ("2.0", lambda np: np.inf),
+    "PINF": ("2.0", lambda np: np.inf),
+    "NINF": ("2.0", lambda np: -np.inf),
+    "PZERO": ("2.0", lambda np: 0.0),
+    "NZERO": ("2.0", lambda np: -0.0),
+    "product": ("2.0", lambda np: np.prod),
+    "cumproduct": ("2.0", lambda np: np.cumprod),
+    "alltrue": ("2.0", lambda np: np.all),
+    "sometrue": ("2.0", lambda np: np.any),
+    "round_": ("2.0", lambda np: np.round),
+    "mat": ("2.0", lambda np: np.asmatrix),
+    "asfarray": ("2.0", _asfarray),
+    "msort": ("2.0", _msort),
+    "in1d": ("2.4", _in1d),
+    "trapz": ("2.4", lambda np: np.trapezoid),
+}
+
+
+def apply(patcher, numpy):
+    missing = [name for name in ALIASES if name not in vars(numpy)]
+    if not missing:
+        raise NotNeeded("numpy still has every alias (numpy < 1.24)")
+    for name in missing:
+        patcher.set(numpy, name, ALIASES[name][1](numpy))
+    return f"{len(missing)} removed aliases back ({', '.join('np.' + name for name in missing[:4])}, ...)"
+
+
+PATCH = Patch(
+    "numpy_aliases",
+    summary="numpy's removed aliases (np.float, np.int, np.bool, np.object, np.float_, np.NaN, np.product, ...) back, "
+    "each bound to what it meant before its removal",
+    package="numpy",
+    affected="1.24-2.4 (1.24: the builtin aliases; 2.0: float_, NaN, product, ...; 2.4: in1d, trapz)",
+    targets=("numpy",),
+    apply=apply,
+    errors=(
+        r"module 'numpy' has no attribute '(" + "|".join(ALIASES) + r")'",
+        r"`np\.(" + "|".join(ALIASES) + r")` was removed in the NumPy 2\.0 release",
+    ),
+    unfixable=(
+        (r"A module that was compiled using NumPy 1\.x cannot be run in\s+NumPy 2|_ARRAY_API not found",
+         "a compiled extension (named in the traceback above this line) was built against NumPy 1.x, and numpy 2 cannot "
+         "load it; no runtime patch can change a compiled module. Install numpy 1.26 in this environment "
+         "(pip install 'numpy<2'), or a release of that extension built for NumPy 2."),
+    ),
+)
