@@ -275,3 +275,41 @@ def test_the_catalogue_is_read_off_the_package_one_module_per_patch():
         assert module.PATCH.name == name, module_name
         assert module.PATCH.package.replace("-", "_") == library, module_name
         assert module.__doc__ and "Breaks" in module.__doc__ and "Changes" in module.__doc__, module_name
+
+
+def test_a_provided_module_exists_only_while_a_patch_fills_it():
+    """Patch(provides=True): a module no finder finds is created for the patch to fill; if the patch declines (or
+    fails), the import fails as it would have; uninstall takes the module back out of sys.modules and its parent."""
+    assert_ok(run_python('''
+import importlib, sys, types, zeropatch
+from zeropatch import _core
+decline = []
+def fill(patcher, module):
+    if decline:
+        raise _core.NotNeeded("the release has it")
+    assert _core.is_provided(module)
+    patcher.set(module, "answer", 42)
+_core.register(_core.Patch("provider", summary="s", package="json", affected="all", targets=("json.gone",),
+                           apply=fill, provides=True))
+try:
+    import json.gone
+except ModuleNotFoundError:
+    pass
+else:
+    raise AssertionError("not provided before install")
+zeropatch.install("provider")
+import json.gone
+assert json.gone.answer == 42 and sys.modules["json.gone"] is json.gone
+zeropatch.uninstall("provider")
+assert "json.gone" not in sys.modules and not hasattr(sys.modules["json"], "gone")
+decline.append(True)
+zeropatch.install("provider")
+try:
+    importlib.import_module("json.gone")
+except ModuleNotFoundError as error:
+    assert error.name == "json.gone" and str(error) == "No module named 'json.gone'", error
+else:
+    raise AssertionError("a provider that declines must not leave an empty module")
+assert "json.gone" not in sys.modules and zeropatch.status("provider")[0].state == "not-needed"
+print("ok")
+'''))

@@ -49,8 +49,10 @@ CASES = {
     "torch_load": (("torch",), ("torch",), "import io, torch; b = io.BytesIO(); torch.save({'a': torch.ones(1)}, b); "
                    "b.seek(0); assert torch.load(b)['a'].sum() == 1", False),
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
+    "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
 }
 OPT_IN = {"colossalai_cpu"}
+PROVIDES = {"torch_six"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 HELPERS = f'''
 import importlib, os, sys
@@ -100,6 +102,11 @@ def case(name):
     return targets, check, reloadable
 
 
+def imported_before(name, targets):
+    """What "the target first" imports before zeropatch: the targets, or for a provided module its parent package."""
+    return tuple(target.rpartition(".")[0] for target in targets) if name in PROVIDES else targets
+
+
 def test_the_matrix_covers_every_patch():
     from zeropatch._core import valid_names
 
@@ -125,6 +132,7 @@ assert truth(name) == "disabled"
 assert_reverted(recorded)
 works(check)
 zeropatch.install(name)
+modules = [importlib.import_module(target) for target in {targets!r}]  # a provided module must be imported again
 assert truth(name) == state, (truth(name), state)
 works(check)
 if {reloadable!r}:
@@ -144,10 +152,11 @@ def test_target_first_then_zeropatch(name):
     targets, check, _ = case(name)
     assert_ok(run_python(HELPERS + f'''
 name, check = {name!r}, {check!r}
-modules = [importlib.import_module(target) for target in {targets!r}]
+modules = [importlib.import_module(target) for target in {imported_before(name, targets)!r}]
 works(check)
 import zeropatch
 zeropatch.install(name)
+modules = [importlib.import_module(target) for target in {targets!r}]
 state = truth(name)
 assert state in ("applied", "not-needed", "skipped"), state
 works(check)
@@ -155,6 +164,7 @@ recorded = changes(name)
 zeropatch.uninstall(name)
 assert_reverted(recorded)
 zeropatch.install(name)
+modules = [importlib.import_module(target) for target in {targets!r}]
 assert truth(name) == state
 works(check)
 print(name, state)
@@ -222,6 +232,12 @@ def failing_set(self, owner, attr, value):
 _core.Patcher.set = failing_set
 try:
     zeropatch.install(name)
+    if {name in PROVIDES!r}:  # applied at the import, which a failure must not break beyond what it was without us
+        for target in {targets!r}:
+            try:
+                importlib.import_module(target)
+            except ModuleNotFoundError:
+                raise zeropatch.PatchError("injected failure: the provided module is not there, as without zeropatch")
 except zeropatch.PatchError as error:
     assert "injected failure" in str(error), error
 else:

@@ -56,6 +56,8 @@ REPROS = {
                      "repro: all 5 T5 layer norms are apex's FusedRMSNorm"),
     "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
+    "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
+                  "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
                       "repro: legacy numpy aliases resolved as before their removal"),
     "pandas_groupby_names": (("pandas", "pandarallel"), None, "all", {}, lambda: distribution_version("pandas") >= (3, 1), None,

@@ -1,0 +1,62 @@
+"""torch_six: ``torch._six``, removed in torch 2.0, is back with what legacy code imports from it.
+
+Breaks: torch 2.0 deleted ``torch/_six.py`` (Python 2 compatibility names). Vendored code of the torch 1.x era
+still does ``from torch._six import inf`` / ``string_classes`` / ``container_abcs`` (old apex, old ColossalAI,
+taming-transformers and the latent-diffusion trees Open-Sora-Plan vendors, DeepSpeed < 0.8): "No module named
+'torch._six'".
+
+Changes: when ``torch._six`` is imported and torch has none, zeropatch provides the module with the names torch
+1.x defined, bound as they were on Python 3: ``inf`` / ``nan`` (math's), ``string_classes = (str, bytes)``,
+``int_classes = int``, ``container_abcs = collections.abc``, ``PY2`` / ``PY3`` / ``PY37``, ``with_metaclass``.
+On torch 1.x the real module is imported and left alone.
+"""
+
+import collections.abc
+import math
+import sys
+
+from zeropatch._core import NotNeeded, Patch, is_provided
+
+
+def with_metaclass(meta, *bases):
+    """A base that makes the class deriving from it an instance of ``meta`` with ``bases`` (six's idiom, which
+    torch._six carried): the temporary class replaces itself, so it is not in the MRO."""
+
+    class TemporaryMeta(meta):
+        def __new__(cls, name, this_bases, namespace):
+            return meta(name, bases, namespace)
+
+    return type.__new__(TemporaryMeta, "temporary_class", (), {})
+
+
+NAMES = {
+    "inf": math.inf,
+    "nan": math.nan,
+    "string_classes": (str, bytes),
+    "int_classes": int,
+    "container_abcs": collections.abc,
+    "PY2": False,
+    "PY3": True,
+    "PY37": sys.version_info[:2] == (3, 7),
+    "with_metaclass": with_metaclass,
+}
+
+
+def apply(patcher, six):
+    if not is_provided(six):
+        raise NotNeeded("torch still has torch._six (torch < 2.0)")
+    for name, value in NAMES.items():
+        patcher.set(six, name, value)
+    return "torch._six provided: " + ", ".join(NAMES)
+
+
+PATCH = Patch(
+    "torch_six",
+    summary="torch._six (removed in torch 2.0) back: inf, nan, string_classes, int_classes, container_abcs, PY3, ...",
+    package="torch",
+    affected="2.0-2.15",
+    targets=("torch._six",),
+    provides=True,
+    apply=apply,
+    errors=(r"No module named 'torch\._six'",),
+)
