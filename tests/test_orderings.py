@@ -49,10 +49,12 @@ CASES = {
     "torch_load": (("torch",), ("torch",), "import io, torch; b = io.BytesIO(); torch.save({'a': torch.ones(1)}, b); "
                    "b.seek(0); assert torch.load(b)['a'].sum() == 1", False),
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
+    "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
+                                      "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
 }
 OPT_IN = {"colossalai_cpu"}
-PROVIDES = {"torch_six"}  # their targets exist only while the patch is installed: "target first" imports the parent
+PROVIDES = {"torch_six", "torchvision_functional_tensor"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 HELPERS = f'''
 import importlib, os, sys

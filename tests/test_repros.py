@@ -56,6 +56,8 @@ REPROS = {
                      "repro: all 5 T5 layer norms are apex's FusedRMSNorm"),
     "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
+    "torchvision_functional_tensor": (("torch", "torchvision"), None, "all", {},
+                                      lambda: distribution_version("torchvision") >= (0, 17), None, "bit for bit"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
