@@ -51,10 +51,11 @@ CASES = {
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
     "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
                                       "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
+    "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
 }
 OPT_IN = {"colossalai_cpu"}
-PROVIDES = {"torch_six", "torchvision_functional_tensor"}  # their targets exist only while the patch is installed: "target first" imports the parent
+PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 HELPERS = f'''
 import importlib, os, sys
@@ -106,7 +107,9 @@ def case(name):
 
 def imported_before(name, targets):
     """What "the target first" imports before zeropatch: the targets, or for a provided module its parent package."""
-    return tuple(target.rpartition(".")[0] for target in targets) if name in PROVIDES else targets
+    if name not in PROVIDES:
+        return targets
+    return tuple(parent for parent, _, _ in map(lambda target: target.rpartition("."), targets) if parent)
 
 
 def test_the_matrix_covers_every_patch():

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from conftest import ROOT, STAND_INS, assert_ok, clean_environment, distribution_version, installed, run_command
+from conftest import (ROOT, STAND_INS, assert_ok, clean_environment, distribution_version, installed, run_command,
+                      run_python)
 
 
 UNFORCED = "present, but this repro cannot force it on this release"
@@ -58,6 +59,8 @@ REPROS = {
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
     "torchvision_functional_tensor": (("torch", "torchvision"), None, "all", {},
                                       lambda: distribution_version("torchvision") >= (0, 17), None, "bit for bit"),
+    "pkg_resources": (("torch",), None, "all", {}, lambda: run_python("import pkg_resources").returncode != 0, None,
+                      "repro: CLIP's version check, require() and entry points ran"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,

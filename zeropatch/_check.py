@@ -2,7 +2,8 @@
 dry run of a script. It executes the script's top-level imports (which import, recursively, what they import),
 in order, with the script's folder first on ``sys.path`` as Python puts it, and never runs the script's body.
 Besides the imports, only the statements that set up ``sys.path`` run: those that mention ``sys.path``, and
-assignments computed from ``__file__`` (``HERE = os.path.dirname(__file__)``). Imports inside a top-level ``try``
+assignments computed from ``__file__`` (``HERE = os.path.dirname(__file__)``); and module-level constants read
+off imported modules, with no call in them (``FRAME_DTYPE = np.float``), where removed names show. Imports inside a top-level ``try``
 that handles ImportError are optional: their failures are notes. Each failure is reported with the script line,
 the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known").
 
@@ -27,6 +28,21 @@ def _handles_import_errors(node):
     return False
 
 
+def _attribute_chain(node):
+    """``np.float``, ``torch._six.inf``, or a tuple of such: reading them calls nothing but attribute lookups."""
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_attribute_chain(element) for element in node.elts)
+    if not isinstance(node, ast.Attribute):
+        return False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _reads_a_module_constant(node):
+    return isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _attribute_chain(node.value)
+
+
 def _sets_up_path(node):
     if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
         return False
@@ -39,7 +55,7 @@ def steps(tree):
     try blocks (optional when the try handles ImportError)."""
     found = []
     for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) or _sets_up_path(node):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or _sets_up_path(node) or _reads_a_module_constant(node):
             found.append((node, False))
         elif isinstance(node, ast.Try):
             optional = _handles_import_errors(node)
@@ -77,10 +93,10 @@ def check(script, args, out=sys.stdout):
     sys.path[0] = os.path.dirname(path)  # as `python script.py` does (here it held this module's start folder)
     namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     name = os.path.basename(script)
-    failed = imports = 0
+    failed = imports = reads = 0
     for node, optional in steps(tree):
-        is_import = isinstance(node, (ast.Import, ast.ImportFrom))
-        imports += is_import
+        imports += isinstance(node, (ast.Import, ast.ImportFrom))
+        reads += _reads_a_module_constant(node)
         code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec")
         try:
             exec(code, namespace)
@@ -99,7 +115,8 @@ def check(script, args, out=sys.stdout):
     from zeropatch import _core
 
     applied = [record.name for record in _core.status() if record.state == _core.APPLIED]
-    print(f"zeropatch check: {name}: {imports} imports, {failed} failed; patches applied while importing: "
+    checked = f"{imports} imports" + (f" and {reads} module-level reads" if reads else "")
+    print(f"zeropatch check: {name}: {checked}, {failed} failed; patches applied while importing: "
           f"{', '.join(applied) or 'none'}", file=out)
     return failed
 

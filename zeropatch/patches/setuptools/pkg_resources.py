@@ -1,0 +1,272 @@
+"""pkg_resources: where setuptools no longer ships ``pkg_resources`` (82+), the surface legacy code uses is provided.
+
+Breaks: setuptools 82 (Feb 2026) removed the ``pkg_resources`` package (and 70.0-70.3 lacked
+``pkg_resources.packaging``). OpenAI CLIP's ``clip/clip.py`` (``from
+pkg_resources import packaging``, used by aesthetic and CLIP-score tooling of video-DiT repos), tensorboard <= 2.20's
+command line, old namespace packages (``__import__('pkg_resources').declare_namespace(__name__)``) and training
+scripts that check their requirements die at import: "No module named 'pkg_resources'".
+
+Changes: when ``pkg_resources`` is imported and no installed package provides it, zeropatch provides one built on
+``importlib.metadata`` and ``packaging``, with setuptools 81's meaning for what it offers: ``packaging``,
+``parse_version`` (``packaging.version.Version``), ``get_distribution``, ``require`` (with the requirements of the
+requirements, as setuptools resolved them), ``Requirement``, ``DistributionNotFound``, ``VersionConflict``,
+``iter_entry_points``, ``working_set``, ``resource_filename`` / ``resource_string`` / ``resource_stream`` /
+``resource_exists``, ``declare_namespace``. Any other name raises an AttributeError that says so. Where setuptools
+still has ``pkg_resources`` (< 82) the real one loads and is left alone, except that on 70.x it gains
+``packaging`` back (its vendored copy, as before 70). ``packaging`` must be installed for the stand-in.
+"""
+
+from zeropatch._core import NotNeeded, Patch, Skip, is_provided
+
+
+class ResolutionError(Exception):
+    """Abstract base for dependency resolution errors."""
+
+
+class VersionConflict(ResolutionError):
+    """An installed distribution does not meet a requirement: ``args`` are (distribution, requirement)."""
+
+    dist = property(lambda self: self.args[0])
+    req = property(lambda self: self.args[1])
+
+    def report(self):
+        return f"{self.dist} is installed but {self.req} is required"
+
+    def __str__(self):
+        return self.report()
+
+
+class DistributionNotFound(ResolutionError):
+    """A requested distribution is not installed: ``args`` are (requirement, requirers)."""
+
+    req = property(lambda self: self.args[0])
+    requirers = property(lambda self: self.args[1] if len(self.args) > 1 else None)
+
+    def __str__(self):
+        requirers = ", ".join(self.requirers or ()) or "the application"
+        return f"The '{self.req}' distribution was not found and is required by {requirers}"
+
+
+def _build(module):
+    """Fill the provided ``pkg_resources`` module; returns the names it has."""
+    import importlib
+    import importlib.metadata as metadata
+    import importlib.resources
+    import os
+
+    import packaging.markers
+    import packaging.requirements
+    import packaging.specifiers
+    import packaging.utils
+    import packaging.version
+
+    class Requirement(packaging.requirements.Requirement):
+        """packaging's Requirement with pkg_resources' names (``parse``, ``project_name``, ``key``, ``specs``, ``in``)."""
+
+        @classmethod
+        def parse(cls, text):
+            return cls(text)
+
+        project_name = property(lambda self: self.name)
+        key = property(lambda self: self.name.lower())
+        specs = property(lambda self: [(spec.operator, spec.version) for spec in self.specifier])
+
+        def __contains__(self, item):
+            version = item.version if isinstance(item, Distribution) else item
+            return self.specifier.contains(version, prereleases=True)
+
+    class Distribution:
+        """One installed distribution, read from its metadata."""
+
+        def __init__(self, found):
+            self._found = found
+            self.project_name = found.metadata["Name"]
+            self.key = self.project_name.lower()
+            self.version = found.version
+            located = found.locate_file("")
+            self.location = os.fspath(located) if located is not None else None
+
+        parsed_version = property(lambda self: packaging.version.parse(self.version))
+
+        def requires(self, extras=()):
+            wanted = []
+            for text in self._found.requires or ():
+                requirement = Requirement(text)
+                environments = [{"extra": extra} for extra in ("", *extras)]
+                if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+                    requirement.marker = None
+                    wanted.append(requirement)
+            return wanted
+
+        def __str__(self):
+            return f"{self.project_name} {self.version}"
+
+        def __repr__(self):
+            return f"{self} ({self.location})"
+
+    def _installed(requirement, requirers=None):
+        try:
+            found = Distribution(metadata.distribution(requirement.name))
+        except metadata.PackageNotFoundError:
+            raise DistributionNotFound(requirement, requirers) from None
+        if found not in requirement:
+            raise VersionConflict(found, requirement)
+        return found
+
+    def _as_requirement(value):
+        return value if isinstance(value, Requirement) else Requirement(str(value))
+
+    def get_distribution(dist):
+        """The installed distribution for a name or requirement (DistributionNotFound / VersionConflict otherwise)."""
+        if isinstance(dist, Distribution):
+            return dist
+        return _installed(_as_requirement(dist))
+
+    def require(*requirements):
+        """The distributions ``requirements`` need, theirs included; raises as setuptools' working set did."""
+        pending = [(_as_requirement(text), None) for group in requirements
+                   for text in ([group] if isinstance(group, (str, Requirement)) else group)]
+        resolved = {}
+        while pending:
+            requirement, requirer = pending.pop(0)
+            key = packaging.utils.canonicalize_name(requirement.name)
+            if key in resolved:
+                if resolved[key] not in requirement:
+                    raise VersionConflict(resolved[key], requirement)
+                continue
+            resolved[key] = _installed(requirement, [requirer] if requirer else None)
+            pending += [(child, resolved[key].project_name)
+                        for child in resolved[key].requires(sorted(requirement.extras))]
+        return list(resolved.values())
+
+    class EntryPoint:
+        """An entry point with pkg_resources' names (``module_name``, ``attrs``, ``load``, ``resolve``)."""
+
+        def __init__(self, entry_point):
+            self._entry_point = entry_point
+            self.name = entry_point.name
+            self.module_name = entry_point.module
+            self.attrs = tuple(entry_point.attr.split(".")) if entry_point.attr else ()
+            self.extras = tuple(entry_point.extras)
+            self.dist = Distribution(entry_point.dist) if getattr(entry_point, "dist", None) else None
+
+        def resolve(self):
+            return self._entry_point.load()
+
+        def load(self, require=True, *args, **kwargs):
+            return self.resolve()
+
+        def __str__(self):
+            return f"{self.name} = {self._entry_point.value}"
+
+    def iter_entry_points(group, name=None):
+        for entry_point in metadata.entry_points(group=group):
+            if name is None or entry_point.name == name:
+                yield EntryPoint(entry_point)
+
+    class WorkingSet:
+        """The installed distributions, as ``pkg_resources.working_set`` listed them."""
+
+        def __iter__(self):
+            seen = set()
+            for found in metadata.distributions():
+                name = found.metadata["Name"]
+                if name and name.lower() not in seen:
+                    seen.add(name.lower())
+                    yield Distribution(found)
+
+        def find(self, requirement):
+            try:
+                return get_distribution(requirement)
+            except DistributionNotFound:
+                return None
+
+        by_key = property(lambda self: {dist.key: dist for dist in self})
+
+    WorkingSet.require = staticmethod(require)
+    WorkingSet.iter_entry_points = staticmethod(iter_entry_points)
+
+    def _package_of(package_or_requirement):
+        if isinstance(package_or_requirement, Requirement):
+            return get_distribution(package_or_requirement).project_name.replace("-", "_")
+        return package_or_requirement
+
+    def resource_filename(package_or_requirement, resource_name):
+        module = importlib.import_module(_package_of(package_or_requirement))
+        return os.path.join(os.path.dirname(module.__file__), *resource_name.split("/"))
+
+    def resource_exists(package_or_requirement, resource_name):
+        return os.path.exists(resource_filename(package_or_requirement, resource_name))
+
+    def resource_string(package_or_requirement, resource_name):
+        with open(resource_filename(package_or_requirement, resource_name), "rb") as file:
+            return file.read()
+
+    def resource_stream(package_or_requirement, resource_name):
+        return open(resource_filename(package_or_requirement, resource_name), "rb")
+
+    def declare_namespace(package_name):
+        """Old-style namespace packages: every folder on sys.path that holds ``package_name`` joins its __path__."""
+        import pkgutil
+        import sys
+
+        package = sys.modules.get(package_name) or importlib.import_module(package_name)
+        package.__path__ = pkgutil.extend_path(list(getattr(package, "__path__", [])), package_name)
+
+    names = {
+        "packaging": packaging, "parse_version": packaging.version.Version, "Requirement": Requirement,
+        "Distribution": Distribution, "EntryPoint": EntryPoint, "WorkingSet": WorkingSet, "working_set": WorkingSet(),
+        "get_distribution": get_distribution, "require": require, "iter_entry_points": iter_entry_points,
+        "ResolutionError": ResolutionError, "VersionConflict": VersionConflict,
+        "DistributionNotFound": DistributionNotFound, "resource_filename": resource_filename,
+        "resource_exists": resource_exists, "resource_string": resource_string, "resource_stream": resource_stream,
+        "declare_namespace": declare_namespace,
+    }
+
+    def module_getattr(name):
+        raise AttributeError(f"module 'pkg_resources' has no attribute {name!r}: setuptools >= 82 removed "
+                             f"pkg_resources, and zeropatch's stand-in offers only {', '.join(sorted(names))}")
+
+    return dict(names, __getattr__=module_getattr, __all__=sorted(names), __doc__=__doc__.split("\n\n")[0])
+
+
+def _packaging_of(real):
+    """What setuptools < 70 offered as ``pkg_resources.packaging``: its vendored copy, else the installed one."""
+    import importlib
+
+    for name in ("pkg_resources.extern.packaging", "packaging"):
+        try:
+            found = importlib.import_module(name)
+            importlib.import_module(name + ".version")
+            return found
+        except ImportError:
+            continue
+    raise Skip("neither pkg_resources.extern.packaging nor packaging imports")
+
+
+def apply(patcher, module):
+    if not is_provided(module):
+        if hasattr(module, "packaging"):
+            raise NotNeeded("pkg_resources is installed, with pkg_resources.packaging (setuptools < 70 or 71-81)")
+        patcher.set(module, "packaging", _packaging_of(module))
+        return "pkg_resources.packaging back (setuptools 70.x dropped it)"
+    try:
+        names = _build(module)
+    except ImportError as error:
+        raise Skip(f"the stand-in needs packaging: {error}")
+    for name, value in names.items():
+        patcher.set(module, name, value)
+    return "pkg_resources provided on importlib.metadata and packaging"
+
+
+PATCH = Patch(
+    "pkg_resources",
+    summary="pkg_resources (removed in setuptools 82) provided on importlib.metadata and packaging: packaging, "
+    "get_distribution, require, iter_entry_points, resource_filename, ...",
+    package="setuptools",
+    affected="82.0.0-84.2.1 and environments without setuptools (the module); 70.0.0-70.3.0 (pkg_resources.packaging)",
+    targets=("pkg_resources",),
+    provides=True,
+    apply=apply,
+    errors=(r"No module named 'pkg_resources'", r"cannot import name 'packaging' from 'pkg_resources'"),
+)
