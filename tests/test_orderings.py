@@ -52,6 +52,8 @@ CASES = {
     "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
                                       "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
     "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),
+    "local_rank_arg": ((), ("argparse",), "import argparse; p = argparse.ArgumentParser(); p.add_argument('--x'); "
+                       "assert p.parse_args(['--x', '1']).x == '1'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
 }
 OPT_IN = {"colossalai_cpu"}

@@ -61,6 +61,8 @@ REPROS = {
                                       lambda: distribution_version("torchvision") >= (0, 17), None, "bit for bit"),
     "pkg_resources": (("torch",), None, "all", {}, lambda: run_python("import pkg_resources").returncode != 0, None,
                       "repro: CLIP's version check, require() and entry points ran"),
+    "local_rank_arg": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
+                       "repro: the worker read --local_rank=0 from the launcher"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
