@@ -1,12 +1,14 @@
 """Test environments, each with the real targets on CPU (gloo), built once and reused.
 
 - ``tests(colossalai='0.5.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.5.0 (new optimizer API),
-  today's transformers / peft / pandas.
+  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources).
 - ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
-  transformers / peft it pins, pandas 2: where the newer patches must report ``not-needed``.
+  transformers / peft it pins, pandas 2, numpy 1.26 and setuptools 81 (the last with pkg_resources): where the
+  newer patches must report ``not-needed``, and the pkg_resources stand-in is compared with the real one.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate; colossalai 0.5.0. The versions it got are printed first.
+  accelerate, yapf, omegaconf; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
+  patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
 
@@ -24,15 +26,17 @@ nox.options.reuse_existing_virtualenvs = True
 
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
-STACKS = {  # colossalai release -> the transformers / peft / pandas stack it is tested with
-    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1"],
-    "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3"],
+STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools stack it is tested with
+    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1"],
+    "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0"],
 }
+MMCV = "mmcv==1.7.0"
+MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
-REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel"
-REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av"
+REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv"
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -53,7 +57,8 @@ def install_deepspeed(session, requirement, *pins):
 def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", "pytest", "pytest-timeout")
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
-    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
+    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", *COLOSSALAI_IMPORT_NEEDS,
+                    *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
@@ -66,8 +71,9 @@ def run_suite(session, required):
 def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
     install_deepspeed(session, "deepspeed")
-    session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av",
+    session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
                     *COLOSSALAI_IMPORT_NEEDS)
+    session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
     session.run("python", "-c", "import importlib.metadata as m; print('today:', ', '.join("
@@ -102,6 +108,10 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "pandas": [*CONSTRAINTS, "pandarallel"],
     "torchvision": ["av", "numpy"],
     "torch": [*CONSTRAINTS, "torch", "numpy"],  # the CPU build the test sessions use, for the torch-level patches
+    "torch_releases": ["numpy", "omegaconf"],  # the registry's torch builds, one release pair at a time
+    "numpy": [*CONSTRAINTS, "torch", "omegaconf"],
+    "setuptools": [*CONSTRAINTS, "torch", "numpy", "packaging"],
+    "yapf": [*CONSTRAINTS, "numpy"],  # + mmcv 1.7.0, built as the today session builds it
 }
 
 
@@ -110,8 +120,10 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
 def sweep(session, stack):
     """The release sweep (about an hour on 2 cores): every patch's repro and tests on each release its claims name,
     then README's compatibility table, written from the results (compat/results/) by tools/compat_table.py."""
-    constraints = CONSTRAINTS if stack != "torchvision" else ()
+    constraints = CONSTRAINTS if stack not in ("torchvision", "torch_releases") else ()
     session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
+    if stack == "yapf":
+        session.install(MMCV, env=MMCV_BUILD)
     session.install(*constraints, ".")
     session.run("python", "tools/sweep.py", stack)
     session.notify("compat_table")

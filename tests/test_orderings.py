@@ -54,6 +54,8 @@ CASES = {
     "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),
     "local_rank_arg": ((), ("argparse",), "import argparse; p = argparse.ArgumentParser(); p.add_argument('--x'); "
                        "assert p.parse_args(['--x', '1']).x == '1'", True),
+    "mmcv_yapf": (("yapf",), ("yapf.yapflib.yapf_api",),
+                  "from yapf.yapflib.yapf_api import FormatCode; assert FormatCode('x=1\\n')[0] == 'x = 1\\n'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
 }
 OPT_IN = {"colossalai_cpu"}

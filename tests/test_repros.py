@@ -59,10 +59,13 @@ REPROS = {
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
     "torchvision_functional_tensor": (("torch", "torchvision"), None, "all", {},
                                       lambda: distribution_version("torchvision") >= (0, 17), None, "bit for bit"),
-    "pkg_resources": (("torch",), None, "all", {}, lambda: run_python("import pkg_resources").returncode != 0, None,
+    "pkg_resources": (("torch",), None, "all", {},
+                      lambda: run_python("from pkg_resources import packaging").returncode != 0, None,
                       "repro: CLIP's version check, require() and entry points ran"),
     "local_rank_arg": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                        "repro: the worker read --local_rank=0 from the launcher"),
+    "mmcv_yapf": (("mmcv", "yapf"), None, "all", {}, lambda: distribution_version("yapf") >= (0, 40, 2), None,
+                  "repro: mmcv Config.dump wrote the config"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
@@ -91,9 +94,11 @@ def reported_states(report, name):
 def test_every_patch_has_a_repro_and_a_readme():
     from zeropatch._core import valid_names
 
+    readme = (ROOT / "README.md").read_text()
     for name in valid_names():
         assert (ROOT / "patches" / name / "README.md").is_file(), name
         assert (ROOT / "patches" / name / "repro.py").is_file(), name
+        assert f"[`{name}`](patches/{name}/README.md)" in readme and f"\n### {name}" in readme, name
     assert set(REPROS) == set(valid_names())
 
 

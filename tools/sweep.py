@@ -22,9 +22,11 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas")
+SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
+         "yapf")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
-TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas")
+TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
+           "yapf")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -103,6 +105,17 @@ STACKS = {
                     ["tests/test_torchvision_video.py", "tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py"]),
     "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed", ["pg_deepcopy", "gloo_exit", "fused_ema"],
               ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py"]),
+    # the registry's (CUDA) builds, which run on this machine's CPU, for the torch- and torchvision-level drift
+    "torch_releases": (torchvision, [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
+                       "import torch, torchvision, torchvision.transforms",
+                       ["torch_load", "torch_six", "local_rank_arg", "torchvision_functional_tensor"],
+                       ["tests/test_torch_load.py", "tests/test_torch_six.py", "tests/test_local_rank_arg.py",
+                        "tests/test_torchvision_functional_tensor.py"]),
+    "numpy": (pinned("numpy"), ["1.24.4", "1.26.4", "2.0.2", "2.2.6", "2.4.6"], "import numpy, torch",
+              ["numpy_aliases", "torch_load"], ["tests/test_numpy_aliases.py", "tests/test_torch_load.py"]),
+    "setuptools": (pinned("setuptools"), ["69.5.1", "70.0.0", "70.3.0", "71.0.0", "81.0.0", "82.0.0", "84.2.1"],
+                   "import setuptools", ["pkg_resources"], ["tests/test_pkg_resources.py"]),
+    "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
 }
 
 

@@ -10,7 +10,8 @@ import textwrap
 
 from zeropatch import _core, _job
 
-VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "wrapt")
+VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy",
+             "setuptools", "wrapt")
 REASON_MIN_WIDTH = 48  # the longest module name in a reason fits unbroken
 
 

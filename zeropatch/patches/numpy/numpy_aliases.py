@@ -106,7 +106,7 @@ PATCH = Patch(
     summary="numpy's removed aliases (np.float, np.int, np.bool, np.object, np.float_, np.NaN, np.product, ...) back, "
     "each bound to what it meant before its removal",
     package="numpy",
-    affected="1.24-2.4 (1.24: the builtin aliases; 2.0: float_, NaN, product, ...; 2.4: in1d, trapz)",
+    affected="1.24.4-2.4.6 (1.24: the builtin aliases; 2.0.2: float_, NaN, product, ...; 2.4.6: in1d, trapz)",
     targets=("numpy",),
     apply=apply,
     errors=(

@@ -53,7 +53,7 @@ PATCH = Patch(
     "local_rank_arg",
     summary="--local-rank=N from torch >= 2.0's launcher reaches a script that declared --local_rank (and back)",
     package="torch",
-    affected="2.0-2.15 (torch.distributed.launch passes --local-rank)",
+    affected="2.6.0-2.15.0 (swept; the launcher changed in torch 2)",
     targets=("argparse",),
     apply=apply,
     errors=(r"unrecognized arguments:.*--local[-_]rank",),

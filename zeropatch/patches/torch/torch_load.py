@@ -16,10 +16,9 @@ opt-in, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``. Nothing is imported to build the
 not imported yet is imported only when the checkpoint names it (the load is then read once more).
 """
 
+import _thread
 import os
-import pickle
 import sys
-import threading
 
 from zeropatch._core import NotNeeded, Patch, Skip
 
@@ -62,7 +61,7 @@ ALLOWED = {
 ("numpy._core.", "numpy.core.")  # numpy 2 / numpy 1 module names of the same functions
 TRUE_WORDS = ("1", "y", "yes", "true")  # how torch reads its TORCH_FORCE_* variables
 UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
-_ONE_LOAD_AT_A_TIME = threading.Lock()  # the admitted list is process-global while a load runs: no other load sees it
+_ONE_LOAD_AT_A_TIME = _thread.allocate_lock()  # the admitted list is process-global while a load runs: no other load sees it
 
 
 def _find(name, importing):
@@ -124,6 +123,8 @@ def _rewinder(source):
 
 
 def _explained(error, name):
+    import pickle
+
     note = (f"zeropatch (torch_load) admitted its list of data-only classes for this load (see SECURITY.md); "
             f"{name or 'what this checkpoint needs'} is not on it. If it is only data, allow it yourself: "
             f"torch.serialization.add_safe_globals([...]). If you trust where the file came from completely, "
@@ -132,6 +133,8 @@ def _explained(error, name):
 
 
 def _load_admitting_data_classes(serialization):
+    import pickle
+
     def load(wrapped, instance, args, kwargs):
         if _torch_decides(args, kwargs):
             with _ONE_LOAD_AT_A_TIME:  # an explicit weights_only=True never sees our list
@@ -174,7 +177,7 @@ PATCH = Patch(
     summary="torch.load's weights_only default admits the data-only classes legacy checkpoints hold (argparse.Namespace, "
     "numpy arrays and scalars, omegaconf configs, DeepSpeed loss scalers); code is still refused",
     package="torch",
-    affected="2.6.0-2.15 (weights_only=True by default)",
+    affected="2.6.0-2.15.0 (weights_only=True by default)",
     targets=("torch",),
     apply=apply,
     errors=(r"Weights only load failed[\s\S]*Unsupported global: GLOBAL (" +

@@ -11,8 +11,6 @@ Changes: when ``torch._six`` is imported and torch has none, zeropatch provides 
 On torch 1.x the real module is imported and left alone.
 """
 
-import collections.abc
-import math
 import sys
 
 from zeropatch._core import NotNeeded, Patch, is_provided
@@ -29,32 +27,30 @@ def with_metaclass(meta, *bases):
     return type.__new__(TemporaryMeta, "temporary_class", (), {})
 
 
-NAMES = {
-    "inf": math.inf,
-    "nan": math.nan,
-    "string_classes": (str, bytes),
-    "int_classes": int,
-    "container_abcs": collections.abc,
-    "PY2": False,
-    "PY3": True,
-    "PY37": sys.version_info[:2] == (3, 7),
-    "with_metaclass": with_metaclass,
-}
+def _names():
+    """What torch 1.x's torch/_six.py defined, as it was on Python 3."""
+    import collections.abc
+    import math
+
+    return {"inf": math.inf, "nan": math.nan, "string_classes": (str, bytes), "int_classes": int,
+            "container_abcs": collections.abc, "PY2": False, "PY3": True, "PY37": sys.version_info[:2] == (3, 7),
+            "with_metaclass": with_metaclass}
 
 
 def apply(patcher, six):
     if not is_provided(six):
         raise NotNeeded("torch still has torch._six (torch < 2.0)")
-    for name, value in NAMES.items():
+    names = _names()
+    for name, value in names.items():
         patcher.set(six, name, value)
-    return "torch._six provided: " + ", ".join(NAMES)
+    return "torch._six provided: " + ", ".join(names)
 
 
 PATCH = Patch(
     "torch_six",
     summary="torch._six (removed in torch 2.0) back: inf, nan, string_classes, int_classes, container_abcs, PY3, ...",
     package="torch",
-    affected="2.0-2.15",
+    affected="2.6.0-2.15.0 (swept; the module went in torch 2)",
     targets=("torch._six",),
     provides=True,
     apply=apply,

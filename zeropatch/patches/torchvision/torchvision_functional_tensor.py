@@ -45,7 +45,7 @@ PATCH = Patch(
     summary="torchvision.transforms.functional_tensor (removed in 0.17) back, over _functional_tensor "
     "(pytorchvideo, basicsr)",
     package="torchvision",
-    affected="0.17.0-0.29.2",
+    affected="0.21.0-0.29.2 (swept; the module went in an earlier release)",
     targets=("torchvision.transforms.functional_tensor",),
     provides=True,
     apply=apply,
