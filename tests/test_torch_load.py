@@ -169,3 +169,37 @@ def test_security_md_lists_every_admitted_global_and_why():
 
     security = (ROOT / "SECURITY.md").read_text()
     assert all(f"| `{name}` | {why} |" in security for name, why in ALLOWED.items())
+
+
+def test_a_strict_load_in_another_thread_never_sees_the_admitted_list():
+    """The admitting load stays inside torch.load (its file blocks on read) until the strict load in another thread
+    has finished, or for 3 s: without the lock the strict load would run while the list is admitted, and load."""
+    assert_ok(run_python(SAVE_LEGACY + '''
+import pickle, threading, zeropatch
+data = open(path, "rb").read()
+reading, strict_done = threading.Event(), threading.Event()
+class SlowFile(io.BytesIO):
+    def read(self, *args):
+        if not reading.is_set():
+            reading.set()
+            strict_done.wait(3)
+        return super().read(*args)
+outcome = {}
+def admitting():
+    outcome["admitting"] = torch.load(SlowFile(data))["args"] == legacy["args"]
+def strict():
+    reading.wait(30)
+    try:
+        torch.load(io.BytesIO(data), weights_only=True)
+        outcome["strict"] = "loaded"
+    except pickle.UnpicklingError:
+        outcome["strict"] = "refused"
+    strict_done.set()
+threads = [threading.Thread(target=admitting), threading.Thread(target=strict)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join(60)
+assert outcome == {"admitting": True, "strict": "refused"}, outcome
+print("ok")
+'''))

@@ -61,7 +61,7 @@ ALLOWED = {
 ("numpy._core.", "numpy.core.")  # numpy 2 / numpy 1 module names of the same functions
 TRUE_WORDS = ("1", "y", "yes", "true")  # how torch reads its TORCH_FORCE_* variables
 UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
-_ONE_LOAD_AT_A_TIME = _thread.allocate_lock()  # the admitted list is process-global while a load runs: no other load sees it
+_ONE_LOAD_AT_A_TIME = _thread.RLock()  # the admitted list is process-global while a load runs: no other thread sees it
 
 
 def _find(name, importing):
