@@ -14,7 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README_START, README_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
 PATCH_START, PATCH_END = "<!-- verified-releases:start -->", "<!-- verified-releases:end -->"
 STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transformers": "transformers", "pandas": "pandas",
-                 "torchvision": "torchvision", "torch": "torch"}
+                 "torchvision": "torchvision", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
+                 "setuptools": "setuptools", "yapf": "yapf"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 
@@ -23,7 +24,8 @@ def load():
         os.path.join(ROOT, "compat", "results", "*.json"))))}
 
 
-PAIRED = {"deepspeed": ("deepspeed", "accelerate"), "torchvision": ("torchvision", "torch")}  # stacks swept in pairs
+PAIRED = {"deepspeed": ("deepspeed", "accelerate"), "torchvision": ("torchvision", "torch"),  # stacks swept in pairs
+          "torch_releases": ("torch", "torchvision")}
 
 
 def release_label(row, package, stack):

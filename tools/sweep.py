@@ -112,7 +112,7 @@ STACKS = {
                        ["tests/test_torch_load.py", "tests/test_torch_six.py", "tests/test_local_rank_arg.py",
                         "tests/test_torchvision_functional_tensor.py"]),
     "numpy": (pinned("numpy"), ["1.24.4", "1.26.4", "2.0.2", "2.2.6", "2.4.6"], "import numpy, torch",
-              ["numpy_aliases", "torch_load"], ["tests/test_numpy_aliases.py", "tests/test_torch_load.py"]),
+              ["numpy_aliases"], ["tests/test_numpy_aliases.py", "tests/test_torch_load.py"]),
     "setuptools": (pinned("setuptools"), ["69.5.1", "70.0.0", "70.3.0", "71.0.0", "81.0.0", "82.0.0", "84.2.1"],
                    "import setuptools", ["pkg_resources"], ["tests/test_pkg_resources.py"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
