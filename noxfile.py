@@ -112,6 +112,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "numpy": [*CONSTRAINTS, "torch", "omegaconf"],
     "setuptools": [*CONSTRAINTS, "torch", "numpy", "packaging"],
     "yapf": [*CONSTRAINTS, "numpy"],  # + mmcv 1.7.0, built as the today session builds it
+    "accelerate": [*CONSTRAINTS, "torch", "numpy"],
 }
 
 

@@ -46,6 +46,8 @@ CASES = {
     "pandas_groupby_names": (("pandas",), ("pandas.core.window.expanding", "pandas.core.window.rolling"),
                              "import pandas as pd; f = pd.DataFrame({'k': [1, 1, 2], 'v': [1, 2, 3]}); "
                              "assert f.groupby('k').v.rolling(2).sum().tolist()[1] == 3", True),
+    "accelerate_kwargs": (("accelerate",), ("accelerate.accelerator",),
+                          "from accelerate import Accelerator; assert Accelerator().num_processes == 1", True),
     "torch_load": (("torch",), ("torch",), "import io, torch; b = io.BytesIO(); torch.save({'a': torch.ones(1)}, b); "
                    "b.seek(0); assert torch.load(b)['a'].sum() == 1", False),
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),

@@ -115,6 +115,8 @@ STACKS = {
               ["numpy_aliases"], ["tests/test_numpy_aliases.py", "tests/test_torch_load.py"]),
     "setuptools": (pinned("setuptools"), ["69.5.1", "70.0.0", "70.3.0", "71.0.0", "81.0.0", "82.0.0", "84.2.1"],
                    "import setuptools", ["pkg_resources"], ["tests/test_pkg_resources.py"]),
+    "accelerate": (pinned("accelerate"), ["1.0.1", "1.5.2", "1.10.1", "1.15.0"], "import accelerate, torch",
+                   ["accelerate_kwargs"], ["tests/test_accelerate_kwargs.py"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
 }
 
