@@ -22,10 +22,10 @@ def clip_load_check():  # clip/clip.py
     return packaging.version.parse(torch.__version__).release[0]
 
 
-def check_requirements():  # a 2022 train.py
-    pkg_resources.require(["torch>=1.7", "numpy"])
+def check_requirements():  # a 2022 train.py (require() also checks what the requirements require)
+    pkg_resources.require(["wrapt>=1.14", "packaging"])
     try:
-        pkg_resources.require("torch<1.0")
+        pkg_resources.require("wrapt<1.0")
     except pkg_resources.VersionConflict as conflict:
         return conflict.req
     return None
