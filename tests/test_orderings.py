@@ -48,6 +48,9 @@ CASES = {
                              "assert f.groupby('k').v.rolling(2).sum().tolist()[1] == 3", True),
     "accelerate_kwargs": (("accelerate",), ("accelerate.accelerator",),
                           "from accelerate import Accelerator; assert Accelerator().num_processes == 1", True),
+    "hf_frozen_params": (("transformers",), ("transformers.modeling_utils",),
+                         "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
+                         "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
     "torch_load": (("torch",), ("torch",), "import io, torch; b = io.BytesIO(); torch.save({'a': torch.ones(1)}, b); "
                    "b.seek(0); assert torch.load(b)['a'].sum() == 1", False),
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
@@ -186,6 +189,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("pg_deepcopy", "gloo_exit"): ("torch",),
     ("param_store", "colossalai_cpu"): ("colossalai",),
     ("hf_post_init", "t5_apex_norm"): ("transformers",),
+    ("hf_post_init", "hf_frozen_params"): ("transformers",),
 }
 
 

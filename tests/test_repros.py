@@ -57,6 +57,8 @@ REPROS = {
                      "repro: all 5 T5 layer norms are apex's FusedRMSNorm"),
     "accelerate_kwargs": (("torch", "accelerate"), None, "all", {}, lambda: distribution_version("accelerate") >= (1,),
                           None, "repro: logging_dir, even_batches and split_batches took effect"),
+    "hf_frozen_params": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
+                         None, "repro: 4 frozen parameters stayed frozen and bit-identical"),
     "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
     "torchvision_functional_tensor": (("torch", "torchvision"), None, "all", {},
