@@ -76,7 +76,8 @@ for bad in ("wrapt<0.1", "no-such-dist-zp"):
         except module.ResolutionError as error:
             kinds.append(type(error).__name__)
     assert kinds[0] == kinds[1], kinds
-assert stand_in.parse_version("1.0.post1") == real.parse_version("1.0.post1")
+for text in ("1.0.post1", "2.13.0+cpu", "0.5.0.dev1"):  # setuptools < 71 parses with its vendored packaging
+    assert str(stand_in.parse_version(text)) == str(real.parse_version(text)), text
 assert sorted(e.name for e in stand_in.iter_entry_points("console_scripts")) == sorted(e.name for e in real.iter_entry_points("console_scripts"))
 assert stand_in.resource_filename("zeropatch", "_core.py") == real.resource_filename("zeropatch", "_core.py")
 print("ok")
