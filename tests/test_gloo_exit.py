@@ -14,7 +14,7 @@ def test_exit_is_bounded_when_a_peer_never_joins_the_last_collective():
     processes = start_ranks('''
 import time, torch, torch.distributed as dist
 import zeropatch
-from zeropatch.patches import gloo_exit
+from zeropatch.patches.torch import gloo_exit
 gloo_exit.SHUTDOWN_SECONDS = 2
 dist.init_process_group("gloo")
 dist.barrier()
@@ -61,7 +61,7 @@ def test_workers_of_groups_that_outlive_destroy_process_group_are_waited_for():
     assert_ok(run_python('''
 import os, time, torch, torch.distributed as dist
 import zeropatch
-from zeropatch.patches import gloo_exit
+from zeropatch.patches.torch import gloo_exit
 os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
 dist.init_process_group("gloo")
 kept = dist.new_group([0])        # held by the script, as ColossalAI's plugins and optimizers hold theirs

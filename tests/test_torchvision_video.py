@@ -14,7 +14,7 @@ import os, tempfile, warnings
 import numpy as np, torch, av
 import zeropatch
 import torchvision.io as io
-from zeropatch.patches import torchvision_video as restored
+from zeropatch.patches.torchvision import torchvision_video as restored
 folder = tempfile.mkdtemp()
 torch.manual_seed(0)
 clip = torch.randint(0, 256, (20, 24, 32, 3), dtype=torch.uint8)
