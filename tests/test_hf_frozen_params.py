@@ -10,7 +10,7 @@ pytestmark = [requires("torch", "transformers"),
               pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5,), reason="transformers >= 5")]
 
 MODELS = '''
-import tempfile, torch, zeropatch
+import torch
 from transformers import PretrainedConfig, PreTrainedModel
 class Config(PretrainedConfig):
     model_type = "zeropatch-frozen-test"
@@ -36,15 +36,19 @@ class Legacy(PreTrainedModel):  # a 2023 model: __init__ never calls post_init()
 '''
 
 
-def test_requires_grad_is_what_the_constructor_gave_with_and_without_post_init():
-    assert_ok(run_python(MODELS + '''
+def test_requires_grad_is_what_the_constructor_gave_with_and_without_post_init(tmp_path):
+    (tmp_path / "frozen_models.py").write_text(MODELS)  # from a file: transformers 5.0 reads the model module's __file__
+    assert_ok(run_python(f'''
+import sys, tempfile, torch, zeropatch
+sys.path.insert(0, {str(tmp_path)!r})
+from frozen_models import Config, Legacy, Modern
 for model_class in (Modern, Legacy):
     built = model_class(Config())
-    expected = {name: p.requires_grad for name, p in built.named_parameters()}
+    expected = {{name: p.requires_grad for name, p in built.named_parameters()}}
     folder = tempfile.mkdtemp()
     built.save_pretrained(folder)
     loaded, info = model_class.from_pretrained(folder, output_loading_info=True)
-    assert {name: p.requires_grad for name, p in loaded.named_parameters()} == expected, model_class
+    assert {{name: p.requires_grad for name, p in loaded.named_parameters()}} == expected, model_class
     assert all(torch.equal(p, built.state_dict()[name]) for name, p in loaded.named_parameters()), model_class
     zeropatch.uninstall("hf_frozen_params")
     thawed = model_class.from_pretrained(folder)
