@@ -51,6 +51,9 @@ CASES = {
     "hf_frozen_params": (("transformers",), ("transformers.modeling_utils",),
                          "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                          "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
+                           "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
+                           "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),
     "torch_load": (("torch",), ("torch",), "import io, torch; b = io.BytesIO(); torch.save({'a': torch.ones(1)}, b); "
                    "b.seek(0); assert torch.load(b)['a'].sum() == 1", False),
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
