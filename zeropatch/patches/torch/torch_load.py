@@ -58,7 +58,6 @@ ALLOWED = {
     "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler": "DeepSpeed's dynamic loss scaler: numbers and a torch dtype",
     "deepspeed.runtime.zero.config.ZeroStageEnum": "an IntEnum member, looked up by its value",
 }
-("numpy._core.", "numpy.core.")  # numpy 2 / numpy 1 module names of the same functions
 TRUE_WORDS = ("1", "y", "yes", "true")  # how torch reads its TORCH_FORCE_* variables
 UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
 _ONE_LOAD_AT_A_TIME = _thread.RLock()  # the admitted list is process-global while a load runs: no other thread sees it
