@@ -121,7 +121,7 @@ def imported_before(name, targets):
     """What "the target first" imports before zeropatch: the targets, or for a provided module its parent package."""
     if name not in PROVIDES:
         return targets
-    return tuple(parent for parent, _, _ in map(lambda target: target.rpartition("."), targets) if parent)
+    return tuple(target.rpartition(".")[0] for target in targets if "." in target)
 
 
 def test_the_matrix_covers_every_patch():

@@ -468,7 +468,8 @@ class _NotifyingLoader:
         if getattr(module, "__spec__", None) is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        self._watcher.notify(module)
+        # what importers get: a module may put another object in its place (transformers' lazy top-level module)
+        self._watcher.notify(sys.modules.get(module.__name__, module))
 
 
 class _ProvidingLoader:

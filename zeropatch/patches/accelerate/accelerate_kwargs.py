@@ -13,7 +13,7 @@ old truthiness (PixArt-alpha passes ``even_batches=(False,)``, which old acceler
 installed release still handles itself is left to it.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, inform_once, installed_version, version_tuple
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, version_tuple
 
 DATALOADER_KEYWORDS = ("split_batches", "dispatch_batches", "even_batches", "use_seedable_sampler")
 
@@ -68,7 +68,9 @@ def apply(patcher, accelerator_module):
     parameters = inspect.signature(accelerator.__init__).parameters
     if "dataloader_config" not in parameters or "project_config" not in parameters:
         raise Skip("Accelerator.__init__ takes neither dataloader_config nor project_config")
-    handled = _handled_here(parameters, version_tuple(installed_version("accelerate") or "0"))
+    import accelerate
+
+    handled = _handled_here(parameters, version_tuple(accelerate.__version__))
     if not handled:
         raise NotNeeded("Accelerator still takes every legacy keyword itself")
     patcher.wrap(accelerator, "__init__", _init(tuple(handled)))

@@ -44,51 +44,54 @@ def _msort(numpy):
     return msort
 
 
-# old name -> (the numpy release that removed it, what it was bound to, as a function of the numpy module)
+# old name -> what it was bound to before its removal, as a function of the numpy module
 ALIASES = {
-    "float": ("1.24", lambda np: float),
-    "int": ("1.24", lambda np: int),
-    "bool": ("1.24", lambda np: bool),
-    "object": ("1.24", lambda np: object),
-    "str": ("1.24", lambda np: str),
-    "complex": ("1.24", lambda np: complex),
-    "long": ("1.24", lambda np: int),
-    "unicode": ("1.24", lambda np: str),
-    "float_": ("2.0", lambda np: np.float64),
-    "complex_": ("2.0", lambda np: np.complex128),
-    "cfloat": ("2.0", lambda np: np.complex128),
-    "singlecomplex": ("2.0", lambda np: np.complex64),
-    "longfloat": ("2.0", lambda np: np.longdouble),
-    "longcomplex": ("2.0", lambda np: np.clongdouble),
-    "clongfloat": ("2.0", lambda np: np.clongdouble),
-    "string_": ("2.0", lambda np: np.bytes_),
-    "unicode_": ("2.0", lambda np: np.str_),
-    "bool8": ("2.0", lambda np: np.bool_),
-    "int0": ("2.0", lambda np: np.intp),
-    "uint0": ("2.0", lambda np: np.uintp),
-    "object0": ("2.0", lambda np: np.object_),
-    "str0": ("2.0", lambda np: np.str_),
-    "bytes0": ("2.0", lambda np: np.bytes_),
-    "void0": ("2.0", lambda np: np.void),
-    "NaN": ("2.0", lambda np: np.nan),
-    "NAN": ("2.0", lambda np: np.nan),
-    "Inf": ("2.0", lambda np: np.inf),
-    "Infinity": ("2.0", lambda np: np.inf),
-    "infty": ("2.0", lambda np: np.inf),
-    "PINF": ("2.0", lambda np: np.inf),
-    "NINF": ("2.0", lambda np: -np.inf),
-    "PZERO": ("2.0", lambda np: 0.0),
-    "NZERO": ("2.0", lambda np: -0.0),
-    "product": ("2.0", lambda np: np.prod),
-    "cumproduct": ("2.0", lambda np: np.cumprod),
-    "alltrue": ("2.0", lambda np: np.all),
-    "sometrue": ("2.0", lambda np: np.any),
-    "round_": ("2.0", lambda np: np.round),
-    "mat": ("2.0", lambda np: np.asmatrix),
-    "asfarray": ("2.0", _asfarray),
-    "msort": ("2.0", _msort),
-    "in1d": ("2.4", _in1d),
-    "trapz": ("2.4", lambda np: np.trapezoid),
+    # removed in numpy 1.24
+    "float": lambda np: float,
+    "int": lambda np: int,
+    "bool": lambda np: bool,
+    "object": lambda np: object,
+    "str": lambda np: str,
+    "complex": lambda np: complex,
+    "long": lambda np: int,
+    "unicode": lambda np: str,
+    # removed in numpy 2.0
+    "float_": lambda np: np.float64,
+    "complex_": lambda np: np.complex128,
+    "cfloat": lambda np: np.complex128,
+    "singlecomplex": lambda np: np.complex64,
+    "longfloat": lambda np: np.longdouble,
+    "longcomplex": lambda np: np.clongdouble,
+    "clongfloat": lambda np: np.clongdouble,
+    "string_": lambda np: np.bytes_,
+    "unicode_": lambda np: np.str_,
+    "bool8": lambda np: np.bool_,
+    "int0": lambda np: np.intp,
+    "uint0": lambda np: np.uintp,
+    "object0": lambda np: np.object_,
+    "str0": lambda np: np.str_,
+    "bytes0": lambda np: np.bytes_,
+    "void0": lambda np: np.void,
+    "NaN": lambda np: np.nan,
+    "NAN": lambda np: np.nan,
+    "Inf": lambda np: np.inf,
+    "Infinity": lambda np: np.inf,
+    "infty": lambda np: np.inf,
+    "PINF": lambda np: np.inf,
+    "NINF": lambda np: -np.inf,
+    "PZERO": lambda np: 0.0,
+    "NZERO": lambda np: -0.0,
+    "product": lambda np: np.prod,
+    "cumproduct": lambda np: np.cumprod,
+    "alltrue": lambda np: np.all,
+    "sometrue": lambda np: np.any,
+    "round_": lambda np: np.round,
+    "mat": lambda np: np.asmatrix,
+    "asfarray": _asfarray,
+    "msort": _msort,
+    # removed in numpy 2.4
+    "in1d": _in1d,
+    "trapz": lambda np: np.trapezoid,
 }
 
 
@@ -97,7 +100,7 @@ def apply(patcher, numpy):
     if not missing:
         raise NotNeeded("numpy still has every alias (numpy < 1.24)")
     for name in missing:
-        patcher.set(numpy, name, ALIASES[name][1](numpy))
+        patcher.set(numpy, name, ALIASES[name](numpy))
     return f"{len(missing)} removed aliases back ({', '.join('np.' + name for name in missing[:4])}, ...)"
 
 

@@ -47,8 +47,8 @@ class DistributionNotFound(ResolutionError):
         return f"The '{self.req}' distribution was not found and is required by {requirers}"
 
 
-def _build(module):
-    """Fill the provided ``pkg_resources`` module; returns the names it has."""
+def _build():
+    """The names of the provided ``pkg_resources`` module."""
     import importlib
     import importlib.metadata as metadata
     import importlib.resources
@@ -230,7 +230,7 @@ def _build(module):
     return dict(names, __getattr__=module_getattr, __all__=sorted(names), __doc__=__doc__.split("\n\n")[0])
 
 
-def _packaging_of(real):
+def _packaging_of():
     """What setuptools < 70 offered as ``pkg_resources.packaging``: its vendored copy, else the installed one."""
     import importlib
 
@@ -248,10 +248,10 @@ def apply(patcher, module):
     if not is_provided(module):
         if hasattr(module, "packaging"):
             raise NotNeeded("pkg_resources is installed, with pkg_resources.packaging (setuptools < 70 or 71-81)")
-        patcher.set(module, "packaging", _packaging_of(module))
+        patcher.set(module, "packaging", _packaging_of())
         return "pkg_resources.packaging back (setuptools 70.x dropped it)"
     try:
-        names = _build(module)
+        names = _build()
     except ImportError as error:
         raise Skip(f"the stand-in needs packaging: {error}")
     for name, value in names.items():

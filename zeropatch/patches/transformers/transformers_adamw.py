@@ -81,9 +81,7 @@ def apply(patcher, module):
         patcher.set(module, "AdamW", _legacy_adamw(torch))
         return "transformers.optimization.AdamW restored with 4.49's defaults and arithmetic"
     import importlib.util
-    import sys
 
-    module = sys.modules.get("transformers", module)  # transformers' __init__ replaces itself with its lazy module
     if importlib.util.find_spec("transformers.optimization") is None:
         raise Skip("transformers has no transformers.optimization module")
     if "AdamW" in getattr(module, "_class_to_module", {}) or "AdamW" in vars(module):
