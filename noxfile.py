@@ -4,10 +4,11 @@
   today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources).
 - ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
   transformers / peft it pins, pandas 2, numpy 1.26 and setuptools 81 (the last with pkg_resources): where the
-  newer patches must report ``not-needed``, and the pkg_resources stand-in is compared with the real one.
+  newer patches must report ``not-needed``, and the pkg_resources stand-in is compared with the real one. No
+  xformers: the opt-in xformers_sdpa provides it.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate, yapf, omegaconf; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
+  accelerate, yapf, omegaconf, xformers; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
@@ -26,17 +27,19 @@ nox.options.reuse_existing_virtualenvs = True
 
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
-STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools stack it is tested with
-    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1"],
+STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools / xformers stack it is tested with
+    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
+              "xformers==0.0.35"],  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
     "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0"],
-}
+}  # (no xformers with 0.4.0: there, xformers_sdpa provides it)
 MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
-REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv"
+REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers", "0.4.0": REQUIRED_CPU}
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers"
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -72,7 +75,7 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
-                    *COLOSSALAI_IMPORT_NEEDS)
+                    "xformers", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -91,7 +94,7 @@ def example(session):
 @nox.parametrize("colossalai", list(STACKS))
 def tests(session, colossalai):
     install_cpu_targets(session, colossalai)
-    run_suite(session, REQUIRED_CPU)
+    run_suite(session, REQUIRED[colossalai])
 
 
 @nox.session
@@ -113,6 +116,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "setuptools": [*CONSTRAINTS, "torch", "numpy", "packaging"],
     "yapf": [*CONSTRAINTS, "numpy"],  # + mmcv 1.7.0, built as the today session builds it
     "accelerate": [*CONSTRAINTS, "torch", "numpy"],
+    "xformers": [*CONSTRAINTS, "torch", "numpy"],
 }
 
 

@@ -12,6 +12,8 @@ from conftest import ROOT, assert_ok, clean_environment, installed, required_tar
 LEGACY_EMA = ROOT / "patches" / "param_store"
 SINGLE_RANK = 'os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")'
 
+ATTENTION = "import torch; q = torch.ones(1, 1, 2, 4); torch.nn.functional.scaled_dot_product_attention(q, q, q)"
+
 # name: (modules needed, modules to import (the targets), a check that the target works, whether reloading the
 #        target is a thing its library survives)
 CASES = {
@@ -65,9 +67,15 @@ CASES = {
     "mmcv_yapf": (("yapf",), ("yapf.yapflib.yapf_api",),
                   "from yapf.yapflib.yapf_api import FormatCode; assert FormatCode('x=1\\n')[0] == 'x = 1\\n'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
+    "xformers_fallback": (("xformers",), ("xformers.ops.fmha", "xformers.ops"),
+                          "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
+    "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),
+    "flash_attn_sdpa": (("torch",), ("flash_attn",), ATTENTION, False),
 }
-OPT_IN = {"colossalai_cpu"}
-PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources"}  # their targets exist only while the patch is installed: "target first" imports the parent
+OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa"}
+PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa"}  # their targets exist only while the patch is installed: "target first" imports the parent
+
+PROVIDED_PACKAGES = ("xformers", "flash_attn")  # whole packages provided: no parent exists before
 
 HELPERS = f'''
 import importlib, os, sys
@@ -121,7 +129,8 @@ def imported_before(name, targets):
     """What "the target first" imports before zeropatch: the targets, or for a provided module its parent package."""
     if name not in PROVIDES:
         return targets
-    return tuple(target.rpartition(".")[0] for target in targets if "." in target)
+    parents = (target.rpartition(".")[0] for target in targets if "." in target)
+    return tuple(parent for parent in parents if parent.split(".")[0] not in PROVIDED_PACKAGES)
 
 
 def test_the_matrix_covers_every_patch():
@@ -229,8 +238,8 @@ def test_a_failure_half_way_through_apply_leaves_nothing_changed(name):
 import zeropatch
 from zeropatch import _core
 name, check = {name!r}, {check!r}
-modules = [importlib.import_module(target) for target in {targets!r}]
 zeropatch.install(name)
+modules = [importlib.import_module(target) for target in {targets!r}]  # after: an opt-in patch may provide them
 first_target = [patcher.changes() for patcher in _core._registry()[name].patchers.values()][:1]
 recorded = changes(name)
 zeropatch.uninstall(name)

@@ -17,6 +17,12 @@ from conftest import (ROOT, STAND_INS, assert_ok, clean_environment, distributio
 UNFORCED = "present, but this repro cannot force it on this release"
 
 
+def xformers_has_no_operator():
+    """True where the installed xformers cannot run attention (its compiled operators do not load, or a CPU)."""
+    return run_python("import torch, xformers.ops as x; q = torch.zeros(1, 2, 1, 8); "
+                      "x.memory_efficient_attention(q, q, q)").returncode != 0
+
+
 def gloo_exit_forced():
     """gloo_exit's repro forces the exit race on torch 2.10-2.13 (swept). 2.15 has the same abort (seen in 12 of 60
     processes of a plain script) but keeps fire-and-forget collectives alive elsewhere: this trigger cannot force it."""
@@ -77,6 +83,13 @@ REPROS = {
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
                       "repro: legacy numpy aliases resolved as before their removal"),
+    "xformers_fallback": (("torch", "xformers"), None, "all", {}, xformers_has_no_operator, None,
+                          "repro: Open-Sora's and PixArt's attention trained 2 steps"),
+    # opt-in, provided where the package is absent; where it is installed, the default set must already pass
+    "xformers_sdpa": (("torch",), "all", "all,xformers_sdpa", {}, lambda: not installed("xformers"), None,
+                      "repro: Open-Sora's cross-attention trained 2 steps"),
+    "flash_attn_sdpa": (("torch",), "all", "all,flash_attn_sdpa", {}, lambda: not installed("flash_attn"), None,
+                        "repro: Open-Sora's flash-attention block and the varlen form trained"),
     "pandas_groupby_names": (("pandas", "pandarallel"), None, "all", {}, lambda: distribution_version("pandas") >= (3, 1), None,
                              "repro: pandarallel's parallel_apply equals apply"),
 }

@@ -15,7 +15,8 @@ README_START, README_END = "<!-- compat-table:start -->", "<!-- compat-table:end
 PATCH_START, PATCH_END = "<!-- verified-releases:start -->", "<!-- verified-releases:end -->"
 STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transformers": "transformers", "pandas": "pandas",
                  "torchvision": "torchvision", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
-                 "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate"}
+                 "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
+                 "xformers": "xformers"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 

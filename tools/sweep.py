@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf")
+         "yapf", "xformers")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf")
+           "yapf", "xformers")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -105,8 +105,9 @@ STACKS = {
                     "import torch, torchvision, torchvision.io",
                     ["torchvision_video", "pg_deepcopy", "gloo_exit", "fused_ema"],
                     ["tests/test_torchvision_video.py", "tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py"]),
-    "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed", ["pg_deepcopy", "gloo_exit", "fused_ema"],
-              ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py"]),
+    "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed",
+              ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa"],
+              ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py", "tests/test_attention.py"]),
     # the registry's (CUDA) builds, which run on this machine's CPU, for the torch- and torchvision-level drift
     "torch_releases": (torchvision, [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
                        "import torch, torchvision, torchvision.transforms",
@@ -119,6 +120,9 @@ STACKS = {
                    "import setuptools", ["pkg_resources"], ["tests/test_pkg_resources.py"]),
     "accelerate": (pinned("accelerate"), ["1.0.1", "1.5.2", "1.10.1", "1.15.0"], "import accelerate, torch",
                    ["accelerate_kwargs"], ["tests/test_accelerate_kwargs.py"]),
+    # xformers wheels built for another torch (0.0.35: torch 2.10 + CUDA) on the CPU build: no operator loads
+    "xformers": (pinned("xformers"), ["0.0.35"], "import xformers.ops", ["xformers_fallback"],
+                 ["tests/test_attention.py::test_installed_xformers_without_operators_falls_back_with_its_own_bias_objects"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
 }
 

@@ -1,0 +1,87 @@
+"""Open-Sora's cross-attention on torch's SDPA, as xformers_sdpa / xformers_fallback run it: a block-diagonal
+mask over a packed batch (B samples of N video tokens, each against its own caption of varying length), forward and
+backward, against the two ways a fallback could do it without grouping: one SDPA call with a dense additive mask
+over the packed sequence ((B*N) x (sum of caption lengths)), and a Python loop of one SDPA call per sample. Also the
+cost of xformers_fallback's "xformers first" when the installed xformers has no operator (if xformers is installed).
+
+Run: python benchmarks/attention.py [--device cpu|cuda] [--batch 8] [--tokens 1024] [--heads 16] [--dtype fp32|bf16]
+Prints medians of interleaved rounds and ratios; the dense mask's size is what the grouped path does not allocate.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import interleaved_samples, median_ratio  # noqa: E402
+
+from zeropatch import _attention  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--head-dim", type=int, default=72)  # Open-Sora STDiT-XL: hidden 1152 = 16 x 72
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    torch.manual_seed(0)
+    caption_lengths = torch.randint(20, 121, (args.batch,)).tolist()  # T5 tokens (max 120 in Open-Sora)
+    make = dict(device=args.device, dtype=dtype)
+    q = torch.randn(1, args.batch * args.tokens, args.heads, args.head_dim, **make, requires_grad=True)
+    k = torch.randn(1, sum(caption_lengths), args.heads, args.head_dim, **make, requires_grad=True)
+    v = torch.randn_like(k, requires_grad=True)
+    mask = _attention.BlockDiagonalMask.from_seqlens([args.tokens] * args.batch, caption_lengths)
+    dense_bias = mask.materialize((1, 1, q.shape[1], k.shape[1]), dtype=dtype, device=args.device)
+
+    def grouped():
+        _attention.memory_efficient_attention(q, k, v, attn_bias=mask).sum().backward()
+
+    def dense():
+        _attention.attention(q, k, v, bias=dense_bias).sum().backward()
+
+    def per_sample():
+        outs = [_attention.attention(q[:, i * args.tokens:(i + 1) * args.tokens], k[:, start:end], v[:, start:end])
+                for i, (start, end) in enumerate(mask.k_seqinfo.intervals())]
+        torch.cat(outs, dim=1).sum().backward()
+
+    candidates = {"grouped (zeropatch)": grouped, "dense packed mask": dense, "per-sample loop": per_sample}
+    if importlib.util.find_spec("xformers") is not None:
+        import logging
+
+        import zeropatch  # noqa: F401  (xformers_fallback, default on)
+        import xformers.ops
+
+        logging.getLogger("zeropatch").setLevel(logging.ERROR)
+        real_mask = xformers.ops.fmha.BlockDiagonalMask.from_seqlens([args.tokens] * args.batch, caption_lengths)
+
+        def through_xformers():
+            xformers.ops.memory_efficient_attention(q, k, v, attn_bias=real_mask).sum().backward()
+
+        candidates["xformers first, then fallback"] = through_xformers
+    def clear_gradients(_label):
+        for tensor in (q, k, v):
+            tensor.grad = None
+
+    samples = interleaved_samples(candidates, args.rounds, setup=clear_gradients)
+    print(f"{args.device} {args.dtype}: batch {args.batch} x {args.tokens} tokens, {args.heads} heads x {args.head_dim},"
+          f" captions {caption_lengths}; forward + backward; torch {torch.__version__}")
+    print(f"dense packed mask: {dense_bias.numel() * dense_bias.element_size() / 2 ** 20:.1f} MiB; the grouped path "
+          "builds no mask")
+    for label, seconds in samples.items():
+        print(f"  {label:32s} {sorted(seconds)[len(seconds) // 2] * 1e3:8.1f} ms")
+    for label in candidates:
+        if label != "grouped (zeropatch)":
+            print(f"  {label} / grouped: {median_ratio(samples, label, 'grouped (zeropatch)'):.2f}x")
+
+
+if __name__ == "__main__":
+    main()

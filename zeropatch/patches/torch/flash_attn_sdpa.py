@@ -1,0 +1,52 @@
+"""flash_attn_sdpa (opt-in): ``from flash_attn import flash_attn_func`` works without flash-attn, on torch's SDPA.
+
+Breaks: flash-attn is compiled against one torch release and CUDA; for today's torch pip either builds it from
+source (an hour, with a CUDA toolkit) or installs a wheel that dies at import: "ImportError: .../flash_attn_2_cuda...so:
+undefined symbol: _ZN3c104cuda9SetDeviceEi"; on a CPU machine it cannot be had at all. Open-Sora 1.x (with
+``enable_flash_attn``, on in nearly every config) and OpenDiT call ``flash_attn_func``; OpenDiT / VideoSys call
+``flash_attn_varlen_func``: "ModuleNotFoundError: No module named 'flash_attn'".
+
+Changes: when the patch is turned on by name and no flash-attn is installed, zeropatch provides ``flash_attn`` and
+``flash_attn.flash_attn_interface`` with flash-attn 2's attention functions on ``scaled_dot_product_attention``:
+``flash_attn_func``, ``flash_attn_kvpacked_func``, ``flash_attn_qkvpacked_func`` and their ``varlen`` forms
+(packed tokens, ``cu_seqlens``), with ``dropout_p``, ``softmax_scale``, ``causal`` (bottom-right aligned, as since
+2.1), grouped-query heads and gradients; ``window_size``, ``softcap``, ``alibi_slopes``, ``return_attn_probs`` and
+``block_table`` are refused by name. Opt-in because a provided package flips ``try: import flash_attn`` checks.
+A broken installed flash-attn is not replaced: ``explain`` says to uninstall it first.
+"""
+
+from zeropatch._core import NotNeeded, Patch, is_provided
+
+FUNCTIONS = ("flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
+             "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func")
+
+
+def apply(patcher, module):
+    if not is_provided(module):
+        raise NotNeeded("flash-attn is installed")
+    from zeropatch import _attention
+
+    patcher.set(module, "__doc__", f"{module.__name__}: flash-attn 2's functions on torch's scaled_dot_product_attention "
+                                   "(provided by zeropatch)")
+    if module.__name__ == "flash_attn":
+        patcher.set(module, "__path__", [])
+    for name in FUNCTIONS:
+        patcher.set(module, name, getattr(_attention, name))
+    return f"{module.__name__} provided on scaled_dot_product_attention"
+
+
+PATCH = Patch(
+    "flash_attn_sdpa",
+    summary="opt-in: from flash_attn import flash_attn_func (and the packed / varlen forms) without flash-attn, on "
+    "torch's SDPA",
+    package="torch",
+    affected="2.13.0 (swept; any torch that has no flash-attn build installed)",
+    targets=("flash_attn", "flash_attn.flash_attn_interface"),
+    provides=True,
+    default=False,
+    apply=apply,
+    errors=(r"No module named 'flash_attn'",),
+    unfixable=((r"flash_attn_2_cuda.*undefined symbol",
+                "flash-attn was built for another torch: `pip uninstall flash-attn`, then turn on flash_attn_sdpa "
+                "(ZEROPATCH=all,flash_attn_sdpa or zeropatch run --patches all,flash_attn_sdpa)"),),
+)

@@ -1,0 +1,1 @@
+"""Patches for xformers: one module per patch, named as the patch."""
