@@ -32,6 +32,9 @@ CASES = {
     "ds_scheduler": (("accelerate", "torch"), ("accelerate.utils.deepspeed",),
                      "import torch; o = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=1); "
                      "s = torch.optim.lr_scheduler.LambdaLR(o, lambda step: 0.5); assert type(s).__name__ == 'LambdaLR'", True),
+    "ds_config_keys": (("deepspeed",), ("deepspeed.runtime.config",),
+                       "from deepspeed.runtime.config import DeepSpeedConfig as C; assert C({'train_batch_size': 2}).train_batch_size == 2",
+                       True),
     "ds_launcher_env": (("deepspeed",), ("deepspeed.launcher.runner",),
                         "import deepspeed.launcher.runner as r; assert 'PYTHON' in r.EXPORT_ENVS", True),
     "colossalai_cpu": (("colossalai",), ("colossalai.zero.low_level.low_level_optim", "colossalai.kernel.kernel_loader"),

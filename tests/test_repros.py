@@ -48,6 +48,8 @@ REPROS = {
                   "repro: update_ema swapped for zeropatch.fused_update_ema"),
     "ds_scheduler": (("torch", "accelerate", "deepspeed"), None, "all", {}, None, None,
                      "repro: LambdaLR on DummyOptim drove DeepSpeed's optimizer"),
+    "ds_config_keys": (("torch", "deepspeed"), None, "all", {}, None, None,
+                       "repro: the legacy ds_config trained 2 bf16 steps under ZeRO-2"),
     "ds_launcher_env": (("deepspeed",), None, "all", {}, None, r"does not forward ZEROPATCH to the other nodes",
                         "repro: the launcher forwards ZEROPATCH=all to every node"),
     "torchvision_video": (("torch", "torchvision", "av"), None, "all", {},

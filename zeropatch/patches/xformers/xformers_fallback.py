@@ -12,15 +12,14 @@ Changes: ``memory_efficient_attention`` and ``memory_efficient_attention_forward
 re-exported by ``xformers.ops``) still try xformers first; when xformers finds no operator for the inputs, the call
 runs on ``torch.nn.functional.scaled_dot_product_attention`` with xformers' contract (layouts, ``p``, ``scale``,
 ``output_dtype``, tensor biases, ``LowerTriangularMask``, ``BlockDiagonalMask`` / ``BlockDiagonalCausalMask``
-without a dense mask, any other bias through its own ``materialize``), logged once with xformers' reason. Where
+without a dense mask, any other bias through its own ``materialize``), logged once per dtype and device. Where
 xformers' operators run, nothing changes.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, is_provided, logger
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, is_provided
 
 FUNCTIONS = ("memory_efficient_attention", "memory_efficient_attention_forward")
 NO_OPERATOR = ("No operator found for", "does not support inputs")
-_logged = []
 
 
 def _fall_back_to_sdpa(wrapped, instance, args, kwargs):
@@ -29,12 +28,10 @@ def _fall_back_to_sdpa(wrapped, instance, args, kwargs):
     except (NotImplementedError, ValueError) as error:
         if not any(text in str(error) for text in NO_OPERATOR):
             raise
-    if not _logged:
-        _logged.append(True)
-        query = args[0] if args else kwargs.get("query")
-        logger().warning("zeropatch xformers_fallback: xformers%s has no operator for %s attention on %s; it runs on "
-                         "torch's scaled_dot_product_attention wherever that happens", _build_state(),
-                         getattr(query, "dtype", "?"), getattr(getattr(query, "device", None), "type", "?"))
+    query = args[0] if args else kwargs.get("query")
+    inform_once(f"xformers_fallback: xformers{_build_state()} has no operator for {getattr(query, 'dtype', '?')} "
+                f"attention on {getattr(getattr(query, 'device', None), 'type', '?')}: it runs on torch's "
+                "scaled_dot_product_attention")
     from zeropatch._attention import memory_efficient_attention
 
     return memory_efficient_attention(*args, **kwargs)
