@@ -8,7 +8,7 @@
   xformers: the opt-in xformers_sdpa provides it.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate, yapf, omegaconf, xformers; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
+  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here); colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
@@ -37,9 +37,9 @@ MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 2
 DEEPSPEED = "deepspeed==0.19.8"
 REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers", "0.4.0": REQUIRED_CPU}
-REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers"
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm"
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -75,7 +75,7 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
-                    "xformers", *COLOSSALAI_IMPORT_NEEDS)
+                    "xformers", "timm", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -117,6 +117,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "yapf": [*CONSTRAINTS, "numpy"],  # + mmcv 1.7.0, built as the today session builds it
     "accelerate": [*CONSTRAINTS, "torch", "numpy"],
     "xformers": [*CONSTRAINTS, "torch", "numpy"],
+    "timm": ["torch", "torchvision"],  # the registry's builds: timm imports torchvision, which has no CPU build here
 }
 
 
@@ -125,7 +126,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
 def sweep(session, stack):
     """The release sweep (about an hour on 2 cores): every patch's repro and tests on each release its claims name,
     then README's compatibility table, written from the results (compat/results/) by tools/compat_table.py."""
-    constraints = CONSTRAINTS if stack not in ("torchvision", "torch_releases") else ()
+    constraints = CONSTRAINTS if stack not in ("torchvision", "torch_releases", "timm") else ()
     session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
     if stack == "yapf":
         session.install(MMCV, env=MMCV_BUILD)

@@ -70,13 +70,16 @@ CASES = {
     "mmcv_yapf": (("yapf",), ("yapf.yapflib.yapf_api",),
                   "from yapf.yapflib.yapf_api import FormatCode; assert FormatCode('x=1\\n')[0] == 'x = 1\\n'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
+    "timm_layers": (("timm",), ("timm.models.layers.helpers",),
+                    "import timm.layers as layers; assert layers.to_2tuple(2) == (2, 2)", False),
     "xformers_fallback": (("xformers",), ("xformers.ops.fmha", "xformers.ops"),
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
     "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),
     "flash_attn_sdpa": (("torch",), ("flash_attn",), ATTENTION, False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa"}
-PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa"}  # their targets exist only while the patch is installed: "target first" imports the parent
+PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
+            "timm_layers"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 PROVIDED_PACKAGES = ("xformers", "flash_attn")  # whole packages provided: no parent exists before
 

@@ -81,6 +81,8 @@ REPROS = {
                        "repro: the worker read --local_rank=0 from the launcher"),
     "mmcv_yapf": (("mmcv", "yapf"), None, "all", {}, lambda: distribution_version("yapf") >= (0, 40, 2), None,
                   "repro: mmcv Config.dump wrote the config"),
+    "timm_layers": (("torch", "timm"), None, "all", {}, lambda: distribution_version("timm") >= (0, 9), None,
+                    "repro: timm 0.6's layer paths imported and the timm 0.6 checkpoint loaded"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,

@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers")
+         "yapf", "xformers", "timm")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers")
+           "yapf", "xformers", "timm")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -61,6 +61,11 @@ def deepspeed(releases):
 def pinned(distribution):
     """One release of a pure-Python target, with the dependencies that release asks for (torch held by constraints)."""
     return lambda release: [([*constraints(), f"{distribution}=={release}"], {})]
+
+
+def unconstrained(distribution):
+    """One release of a target whose environment holds the registry's torch builds (no CPU-build pin)."""
+    return lambda release: [([f"{distribution}=={release}"], {})]
 
 
 def torchvision(pair):
@@ -124,6 +129,8 @@ STACKS = {
     # xformers wheels built for another torch (0.0.35: torch 2.10 + CUDA) on the CPU build: no operator loads
     "xformers": (pinned("xformers"), ["0.0.35"], "import xformers.ops", ["xformers_fallback"],
                  ["tests/test_attention.py::test_installed_xformers_without_operators_falls_back_with_its_own_bias_objects"]),
+    "timm": (unconstrained("timm"), ["0.6.13", "0.9.16", "1.0.3", "1.0.31"], "import timm, timm.models.layers",
+             ["timm_layers"], ["tests/test_timm_layers.py"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
 }
 

@@ -494,6 +494,23 @@ def is_provided(module):
     return isinstance(getattr(getattr(module, "__spec__", None), "loader", None), _ProvidingLoader)
 
 
+def provide_as(patcher, provided, target, doc):
+    """Make the provided module ``provided`` stand for the module ``target``: its names are ``target``'s very
+    objects, looked up live, the public ones defined there in ``__all__`` (for ``import *``)."""
+    def module_getattr(name):
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            raise AttributeError(f"module {provided.__name__!r} has no attribute {name!r}") from None
+
+    patcher.set(provided, "__getattr__", module_getattr)
+    patcher.set(provided, "__dir__", lambda: dir(target))
+    patcher.set(provided, "__all__", getattr(target, "__all__", None) or [
+        name for name, value in vars(target).items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == target.__name__])
+    patcher.set(provided, "__doc__", doc)
+
+
 def _forget_provided(module):
     """Undo the import of a provided module: out of sys.modules and off its parent package."""
     name = module.__name__

@@ -11,7 +11,7 @@ a module whose names are ``_functional_tensor``'s own functions (the very same o
 ones in ``__all__`` for ``import *``. Where torchvision still has the module (< 0.17), it is left alone.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, is_provided
+from zeropatch._core import NotNeeded, Patch, Skip, is_provided, provide_as
 
 RENAMED = "torchvision.transforms._functional_tensor"
 
@@ -26,17 +26,7 @@ def apply(patcher, old_module):
     except ImportError as error:
         raise Skip(f"{RENAMED} does not import ({error})")
 
-    def module_getattr(name):
-        try:
-            return getattr(renamed, name)
-        except AttributeError:
-            raise AttributeError(f"module {old_module.__name__!r} has no attribute {name!r}") from None
-
-    patcher.set(old_module, "__getattr__", module_getattr)
-    patcher.set(old_module, "__dir__", lambda: dir(renamed))
-    patcher.set(old_module, "__all__", [name for name in vars(renamed) if not name.startswith("_")
-                                        and getattr(vars(renamed)[name], "__module__", None) == RENAMED])
-    patcher.set(old_module, "__doc__", f"torchvision < 0.17's name for {RENAMED} (provided by zeropatch)")
+    provide_as(patcher, old_module, renamed, f"torchvision < 0.17's name for {RENAMED} (provided by zeropatch)")
     return f"torchvision.transforms.functional_tensor provided over {RENAMED}"
 
 

@@ -1,0 +1,1 @@
+"""Patches for timm: one module per patch, named as the patch."""
