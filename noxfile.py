@@ -130,6 +130,9 @@ def sweep(session, stack):
     session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
     if stack == "yapf":
         session.install(MMCV, env=MMCV_BUILD)
+    if stack == "transformers":  # ColossalAI's shardformer on each transformers release (shardformer_t5)
+        session.install(*constraints, *COLOSSALAI_IMPORT_NEEDS)
+        session.install("--no-deps", "colossalai==0.5.0")
     session.install(*constraints, ".")
     session.run("python", "tools/sweep.py", stack)
     session.notify("compat_table")

@@ -48,6 +48,9 @@ CASES = {
     "t5_apex_norm": (("transformers",), ("transformers.models.t5.modeling_t5",),
                      "from transformers import T5Config, T5EncoderModel; T5EncoderModel(T5Config(vocab_size=8, d_model=8, d_kv=4, "
                      "d_ff=8, num_layers=1, num_heads=2))", True),
+    "shardformer_t5": (("colossalai", "transformers"), ("colossalai.shardformer.modeling.t5", "colossalai.shardformer.policies.t5"),
+                       "from colossalai.shardformer.modeling.t5 import get_jit_fused_T5_layer_ff_forward as g; assert callable(g())",
+                       False),
     "pandas_groupby_names": (("pandas",), ("pandas.core.window.expanding", "pandas.core.window.rolling"),
                              "import pandas as pd; f = pd.DataFrame({'k': [1, 1, 2], 'v': [1, 2, 3]}); "
                              "assert f.groupby('k').v.rolling(2).sum().tolist()[1] == 3", True),

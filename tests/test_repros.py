@@ -23,6 +23,16 @@ def xformers_has_no_operator():
                       "x.memory_efficient_attention(q, q, q)").returncode != 0
 
 
+def t5_replacement_behind_transformers():
+    """Whether transformers' T5LayerSelfAttention.forward has a parameter ColossalAI's replacement lacks
+    (``cache_position`` before ColossalAI 0.5, ``past_key_values`` on transformers 5)."""
+    return run_python(
+        "import inspect, sys; from transformers.models.t5.modeling_t5 import T5LayerSelfAttention as layer; "
+        "from colossalai.shardformer.modeling.t5 import get_T5_layer_self_attention_forward as getter; "
+        "sys.exit(1 if set(inspect.signature(layer.forward).parameters) - {'kwargs'} "
+        "<= set(inspect.signature(getter()).parameters) else 0)").returncode == 0
+
+
 def gloo_exit_forced():
     """gloo_exit's repro forces the exit race on torch 2.10-2.13 (swept). 2.15 has the same abort (seen in 12 of 60
     processes of a plain script) but keeps fire-and-forget collectives alive elsewhere: this trigger cannot force it."""
@@ -63,6 +73,9 @@ REPROS = {
     "t5_apex_norm": (("torch", "transformers"), None, "all", {"PYTHONPATH": STAND_INS},
                      lambda: distribution_version("transformers") >= (5, 8), None,
                      "repro: all 5 T5 layer norms are apex's FusedRMSNorm"),
+    "shardformer_t5": (("torch", "colossalai", "transformers"), None, "all", {}, t5_replacement_behind_transformers,
+                       None,
+                       "repro: the shardformer-optimised T5 encoder ran; output equal to the unsharded model's"),
     "accelerate_kwargs": (("torch", "accelerate"), None, "all", {}, lambda: distribution_version("accelerate") >= (1,),
                           None, "repro: logging_dir, even_batches and split_batches took effect"),
     "hf_frozen_params": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),

@@ -92,6 +92,16 @@ class Patcher:
         self.set(owner, attr, wrapped)
         return wrapped
 
+    def wrap_function(self, module, attr, wrapper):
+        """``wrap`` for a module-level function that other modules import by name: where ``module.attr`` already is
+        this wrapper's (imported from a module this patch wrapped first), it is kept, and revert puts the original
+        back there too."""
+        current = vars(module).get(attr)
+        if getattr(current, "_self_wrapper", None) is not wrapper:
+            return self.wrap(module, attr, wrapper)
+        self.on_revert(lambda: vars(module).get(attr) is current and setattr(module, attr, current.__wrapped__))
+        return current
+
     def on_revert(self, callback):
         self._undo.append(callback)
 

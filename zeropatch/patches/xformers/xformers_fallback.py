@@ -44,27 +44,15 @@ def _build_state():
     return " (its compiled operators did not load: built for another torch)" if loaded is False else ""
 
 
-def _is_ours(function):
-    return getattr(function, "_self_wrapper", None) is _fall_back_to_sdpa
-
-
 def apply(patcher, module):
     if is_provided(module):
         raise NotNeeded("no xformers installed: xformers_sdpa provides it, on SDPA already")
     found = [name for name in FUNCTIONS if hasattr(module, name)]
     if "memory_efficient_attention" not in found:
         raise Skip(f"{module.__name__} has no memory_efficient_attention")
-    re_exported = False
-    for name in found:
-        current = getattr(module, name)
-        if _is_ours(current):  # xformers.ops imported fmha's functions after fmha was patched: unpatch them here too
-            re_exported = True
-            patcher.on_revert(lambda name=name, current=current: getattr(module, name) is current
-                              and setattr(module, name, current.__wrapped__))
-        else:
-            patcher.wrap(module, name, _fall_back_to_sdpa)
-    return (f"{', '.join(found)} fall back to SDPA where xformers{_build_state()} has no operator"
-            + (" (re-exported from xformers.ops.fmha)" if re_exported else ""))
+    for name in found:  # xformers.ops re-exports fmha's: where it holds fmha's wrapped one, that one stays
+        patcher.wrap_function(module, name, _fall_back_to_sdpa)
+    return f"{', '.join(found)} fall back to SDPA where xformers{_build_state()} has no operator"
 
 
 PATCH = Patch(
