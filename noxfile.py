@@ -8,7 +8,7 @@
   xformers: the opt-in xformers_sdpa provides it.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here); colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
+  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
@@ -27,19 +27,22 @@ nox.options.reuse_existing_virtualenvs = True
 
 CONSTRAINTS = ("-c", "tests/constraints.txt")
 COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
+LEGACY_DIFFUSERS = "diffusers==0.24.0"  # Latte's pin, which imports what huggingface_hub removed (hf_hub_legacy)
 STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools / xformers stack it is tested with
     "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
-              "xformers==0.0.35"],  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
-    "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0"],
+              "xformers==0.0.35",  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
+              LEGACY_DIFFUSERS],
+    "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0",
+              LEGACY_DIFFUSERS],
 }  # (no xformers with 0.4.0: there, xformers_sdpa provides it)
 MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
-REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers", "0.4.0": REQUIRED_CPU}
-REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm"
+REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -75,7 +78,7 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
-                    "xformers", "timm", *COLOSSALAI_IMPORT_NEEDS)
+                    "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -118,6 +121,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "accelerate": [*CONSTRAINTS, "torch", "numpy"],
     "xformers": [*CONSTRAINTS, "torch", "numpy"],
     "timm": ["torch", "torchvision"],  # the registry's builds: timm imports torchvision, which has no CPU build here
+    "huggingface_hub": [*CONSTRAINTS, "torch", LEGACY_DIFFUSERS],
 }
 
 

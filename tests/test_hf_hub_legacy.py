@@ -1,0 +1,84 @@
+"""hf_hub_legacy on the real huggingface_hub (2.4 in one session, 0.36 in the other): the token store, use_auth_token
+as token, cached_download of a Hub URL from the cache and of any other URL over HTTP (a local server; the token is
+never sent there), offline refusal, and hf_cache_home."""
+
+from conftest import assert_ok, requires, run_python
+
+pytestmark = requires("huggingface_hub")
+
+
+def test_hf_folder_keeps_the_token_file(tmp_path):
+    env_path = tmp_path / "token"
+    assert_ok(run_python(f'''
+import os
+os.environ.pop("HF_TOKEN", None); os.environ.pop("HUGGING_FACE_HUB_TOKEN", None)
+os.environ["HF_TOKEN_PATH"] = {str(env_path)!r}
+import zeropatch
+from huggingface_hub import HfFolder, constants
+assert HfFolder.get_token() is None
+HfFolder.save_token("hf_legacy")
+assert open({str(env_path)!r}).read() == "hf_legacy" and HfFolder.get_token() == "hf_legacy"
+HfFolder.delete_token()
+HfFolder.delete_token()  # twice: nothing to delete is fine, as before
+assert not os.path.exists({str(env_path)!r}) and HfFolder.get_token() is None
+assert constants.hf_cache_home == constants.HF_HOME
+print("ok")
+'''))
+
+
+def test_use_auth_token_becomes_token_and_a_token_given_wins():
+    assert_ok(run_python('''
+import zeropatch, huggingface_hub
+from huggingface_hub.utils import _validators
+if hasattr(_validators, "smoothly_deprecate_legacy_arguments"):
+    convert = _validators.smoothly_deprecate_legacy_arguments
+    assert convert(fn_name="f", kwargs={"use_auth_token": "a"}) == {"token": "a"}
+    assert convert(fn_name="f", kwargs={"use_auth_token": "a", "token": "b"}) == {"token": "b"}
+    assert convert(fn_name="f", kwargs={"use_auth_token": None, "revision": "main"}) == {"revision": "main"}
+    assert zeropatch.status("hf_hub_legacy")[0].state == "applied"
+print("ok")
+'''))
+
+
+def test_cached_download_of_a_hub_url_and_of_any_other_url(tmp_path):
+    assert_ok(run_python(f'''
+import http.server, os, threading
+os.environ.pop("HF_HUB_OFFLINE", None); os.environ.pop("TRANSFORMERS_OFFLINE", None)  # only a local server is reached
+import zeropatch
+from huggingface_hub import cached_download, hf_hub_url
+from huggingface_hub.errors import LocalEntryNotFoundError
+
+cache = {str(tmp_path)!r}
+snapshot = os.path.join(cache, "models--legacy--repo", "snapshots", "0" * 40)
+os.makedirs(snapshot); os.makedirs(os.path.join(cache, "models--legacy--repo", "refs"))
+open(os.path.join(snapshot, "config.json"), "w").write("{{}}")
+open(os.path.join(cache, "models--legacy--repo", "refs", "main"), "w").write("0" * 40)
+path = cached_download(hf_hub_url("legacy/repo", "config.json"), cache_dir=cache, local_files_only=True,
+                       use_auth_token=False)
+assert path == os.path.join(snapshot, "config.json"), path
+
+seen = []
+class Serve(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        seen.append(dict(self.headers))
+        body = b"print('community pipeline')"
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Serve)  # port 0: a free one
+threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{{server.server_port}}/pipeline.py"
+first = cached_download(url, cache_dir=cache, token="hf_secret")
+assert open(first).read() == "print('community pipeline')"
+assert not any("hf_secret" in str(headers) for headers in seen), seen  # the token stays with the Hub
+server.shutdown()
+assert cached_download(url, cache_dir=cache) == first and len(seen) == 1  # from the cache, once
+try:
+    cached_download(url + "?other", cache_dir=cache, local_files_only=True)
+except LocalEntryNotFoundError:
+    pass
+else:
+    raise AssertionError("downloaded with local_files_only")
+print("ok")
+'''))

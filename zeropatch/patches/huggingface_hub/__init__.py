@@ -1,0 +1,1 @@
+"""Patches for huggingface_hub: one module per patch, named as the patch."""

@@ -1,0 +1,151 @@
+"""hf_hub_legacy: what huggingface_hub 0.26 and 1.0 removed - ``cached_download``, ``HfFolder``,
+``use_auth_token=``, ``constants.hf_cache_home`` - back on today's hub API, so that legacy code and old diffusers
+pins import and load.
+
+Breaks: hub 0.26 removed ``cached_download``; hub 1.0 removed ``HfFolder``, the ``use_auth_token`` argument of every
+hub function and ``constants.hf_cache_home``. diffusers <= 0.25 imports all three at module level: ``import
+diffusers`` with Latte's pin (0.24) on hub >= 1.0 dies with "cannot import name 'hf_cache_home' from
+'huggingface_hub.constants'" (then ``HfFolder``, ``cached_download``), and its ``from_pretrained`` passes
+``use_auth_token=`` to ``hf_hub_download``: "got an unexpected keyword argument 'use_auth_token'".
+
+Changes: ``huggingface_hub.constants.hf_cache_home`` is ``HF_HOME`` (its old value); ``HfFolder`` saves, reads and
+deletes the token file as it did (``get_token`` is today's ``get_token``: the environment first); ``use_auth_token``
+becomes ``token`` in every hub function that validates its arguments (a ``token`` also given wins, as hub 0.2x
+did); ``cached_download(url, ...)`` resolves a Hub URL through ``hf_hub_download`` (same cache, offline modes, token)
+and fetches any other URL into the hub cache once, without sending the token. Each only where the hub lacks it.
+"""
+
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once
+
+OTHER_URLS = "zeropatch-cached-downloads"  # folder of the hub cache for cached_download's non-Hub URLs
+
+
+class HfFolder:
+    """huggingface_hub < 1.0's token store: the token file at ``constants.HF_TOKEN_PATH``."""
+
+    @classmethod
+    def save_token(cls, token):
+        import os
+
+        from huggingface_hub import constants
+
+        os.makedirs(os.path.dirname(constants.HF_TOKEN_PATH), exist_ok=True)
+        with open(constants.HF_TOKEN_PATH, "w") as file:
+            file.write(token)
+
+    @classmethod
+    def get_token(cls):
+        from huggingface_hub import get_token
+
+        return get_token()
+
+    @classmethod
+    def delete_token(cls):
+        import os
+
+        from huggingface_hub import constants
+
+        try:
+            os.remove(constants.HF_TOKEN_PATH)
+        except FileNotFoundError:
+            pass
+
+
+def cached_download(url, *, library_name=None, library_version=None, cache_dir=None, user_agent=None,
+                    force_download=False, force_filename=None, proxies=None, etag_timeout=10, resume_download=None,
+                    token=None, use_auth_token=None, local_files_only=False, legacy_cache_layout=False):
+    """huggingface_hub < 0.26's ``cached_download``: the local path of ``url``, downloaded once into the cache."""
+    import re
+
+    from huggingface_hub import constants, hf_hub_download
+
+    token = token if token is not None else use_auth_token
+    hub_url = re.match(rf"^{re.escape(constants.ENDPOINT)}/(?:(datasets|spaces)/)?(.+?)/resolve/([^/]+)/(.+)$", url)
+    if hub_url:
+        kind, repo_id, revision, filename = hub_url.groups()
+        return hf_hub_download(repo_id, filename, revision=revision, repo_type=kind[:-1] if kind else None,
+                               cache_dir=cache_dir, force_download=force_download, token=token,
+                               local_files_only=local_files_only, library_name=library_name,
+                               library_version=library_version, user_agent=user_agent, etag_timeout=etag_timeout)
+    return _download_once(url, cache_dir or constants.HF_HUB_CACHE, force_download,
+                          local_files_only or constants.HF_HUB_OFFLINE, user_agent)
+
+
+def _download_once(url, cache_dir, force_download, offline, user_agent):
+    import hashlib
+    import os
+    import tempfile
+
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub.file_download import http_get
+
+    folder = os.path.join(cache_dir, OTHER_URLS)
+    path = os.path.join(folder, hashlib.sha256(url.encode()).hexdigest())
+    if os.path.isfile(path) and not force_download:
+        return path
+    if offline:
+        raise LocalEntryNotFoundError(f"{url} is not in the cache ({path}) and downloads are off (local_files_only "
+                                      "or HF_HUB_OFFLINE)")
+    os.makedirs(folder, exist_ok=True)
+    headers = {"user-agent": user_agent if isinstance(user_agent, str) else "huggingface_hub (zeropatch)"}
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as temporary:
+        try:
+            http_get(url, temporary, headers=headers)
+        except BaseException:
+            os.unlink(temporary.name)
+            raise
+    os.replace(temporary.name, path)
+    return path
+
+
+def _use_auth_token_as_token(wrapped, instance, args, kwargs):
+    """Around hub's ``smoothly_deprecate_legacy_arguments(fn_name=..., kwargs=...)``, which every validated hub
+    function calls with the keywords it was given."""
+    given = kwargs.get("kwargs")
+    if not isinstance(given, dict) or "use_auth_token" not in given:
+        return wrapped(*args, **kwargs)
+    given = dict(given)
+    use_auth_token = given.pop("use_auth_token")
+    if use_auth_token is not None and given.get("token") is None:
+        given["token"] = use_auth_token
+        inform_once(f"hf_hub_legacy: {kwargs.get('fn_name')}(use_auth_token=...) -> token=..., as huggingface_hub "
+                    "0.2x did")
+    return wrapped(*args, **dict(kwargs, kwargs=given))
+
+
+def apply(patcher, module):
+    name = module.__name__
+    if name == "huggingface_hub.constants":
+        if hasattr(module, "hf_cache_home"):
+            raise NotNeeded("huggingface_hub.constants still has hf_cache_home (hub < 1.0)")
+        patcher.set(module, "hf_cache_home", module.HF_HOME)
+        return "constants.hf_cache_home = HF_HOME"
+    if name == "huggingface_hub.utils._validators":
+        if hasattr(module, "smoothly_deprecate_use_auth_token"):
+            raise NotNeeded("huggingface_hub still turns use_auth_token into token itself (hub < 1.0)")
+        if not callable(getattr(module, "smoothly_deprecate_legacy_arguments", None)):
+            raise Skip("huggingface_hub's argument validation has no smoothly_deprecate_legacy_arguments")
+        patcher.wrap(module, "smoothly_deprecate_legacy_arguments", _use_auth_token_as_token)
+        return "use_auth_token= becomes token= in every validated hub function"
+    missing = [attr for attr, value in (("HfFolder", HfFolder), ("cached_download", cached_download))
+               if attr not in dir(module)]  # dir(): the lazily imported names too, without importing them
+    if not missing:
+        raise NotNeeded("huggingface_hub still has HfFolder and cached_download (hub < 0.26)")
+    for attr in missing:
+        patcher.set(module, attr, globals()[attr])
+    return f"{', '.join(missing)} back"
+
+
+PATCH = Patch(
+    "hf_hub_legacy",
+    summary="huggingface_hub's removed cached_download, HfFolder, use_auth_token= and constants.hf_cache_home back "
+    "on today's API (old diffusers pins import and load)",
+    package="huggingface_hub",
+    affected="1.0.0-2.4.0 (swept; cached_download went in 0.26)",
+    targets=("huggingface_hub", "huggingface_hub.constants", "huggingface_hub.utils._validators"),
+    apply=apply,
+    errors=(r"cannot import name '(cached_download|HfFolder)' from 'huggingface_hub'",
+            r"cannot import name 'hf_cache_home' from 'huggingface_hub\.constants'",
+            r"(hf_hub_download|snapshot_download|hf_hub_url|model_info|list_repo_files|create_repo|upload_file|"
+            r"upload_folder|whoami)\(\) got an unexpected keyword argument 'use_auth_token'"),
+)
