@@ -79,6 +79,7 @@ class Patcher:
 
     def __init__(self):
         self._undo = []
+        self._wrappers = []  # the wrappers wrap() made: reverting one restores what it wraps now
 
     def set(self, owner, attr, value):
         self._undo.append((owner, attr, vars(owner).get(attr, _ABSENT), value))
@@ -90,6 +91,7 @@ class Patcher:
 
         wrapped = wrapt.FunctionWrapper(_raw_attribute(owner, attr), wrapper)
         self.set(owner, attr, wrapped)
+        self._wrappers.append(wrapped)
         return wrapped
 
     def wrap_function(self, module, attr, wrapper):
@@ -110,24 +112,41 @@ class Patcher:
         return [step for step in self._undo if not callable(step)]
 
     def replaced(self):
-        """The changes that no longer hold the value this patcher set (someone replaced them since)."""
-        return [(owner, attr) for owner, attr, _, value in self.changes() if vars(owner).get(attr, _ABSENT) is not value]
+        """The changes that no longer hold the value this patcher set (someone replaced them since; a wrapper stacked
+        on ours, another patch's on the same method, still holds it)."""
+        return [(owner, attr) for owner, attr, _, value in self.changes()
+                if vars(owner).get(attr, _ABSENT) is not value and _stacked_on(vars(owner).get(attr), value) is None]
 
     def revert(self):
-        """Undo every change, newest first. A value someone else has set since (a reload of the target, another
-        library's patch stacked on ours) is theirs: it stays."""
+        """Undo every change, newest first. Where a wrapper was stacked on ours since (another patch on the same
+        method), ours is taken out from under it; a value someone else has set instead of ours (a reload of the
+        target) is theirs: it stays."""
         while self._undo:
             step = self._undo.pop()
             if callable(step):
                 step()
                 continue
             owner, attr, original, value = step
-            if vars(owner).get(attr, _ABSENT) is not value:
-                continue
-            if original is _ABSENT:
+            inner = value.__wrapped__ if any(value is ours for ours in self._wrappers) else original
+            current = vars(owner).get(attr, _ABSENT)
+            if current is not value:
+                above = _stacked_on(current, value)
+                if above is not None:
+                    above.__wrapped__ = inner
+            elif original is _ABSENT:
                 delattr(owner, attr)
             else:
-                setattr(owner, attr, original)
+                setattr(owner, attr, inner)
+        self._wrappers.clear()
+
+
+def _stacked_on(current, value):
+    """The wrapt wrapper in ``current``'s chain of wrappers that wraps ``value`` directly, or None."""
+    while current is not value and hasattr(current, "_self_wrapper"):
+        if current.__wrapped__ is value:
+            return current
+        current = current.__wrapped__
+    return None
 
 
 def _raw_attribute(owner, attr):

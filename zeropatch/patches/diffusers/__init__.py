@@ -1,0 +1,1 @@
+"""Patches for diffusers: one module per patch, named as the patch."""

@@ -1,0 +1,66 @@
+"""transformers_use_auth_token: ``from_pretrained(..., use_auth_token=...)`` means ``token=`` again on transformers 5.
+
+Breaks: transformers 4.x accepted the pre-4.34 spelling with a deprecation warning; transformers 5 removed it
+(huggingface/transformers#41666). Legacy training scripts pass it on every load: a model's ``from_pretrained`` then
+dies with "TypeError: BertModel.__init__() got an unexpected keyword argument 'use_auth_token'" (it reaches the
+model's constructor), and a config's silently ignores it, authenticating with nothing.
+
+Changes: the ``from_pretrained`` of models, configs, tokenizers, processors, feature extractors, image processors
+and their Auto classes take ``use_auth_token`` as 4.x did: its value becomes ``token`` (one log line), ``None`` is
+dropped, and both given is refused with 4.x's message. On transformers 4.x nothing changes.
+"""
+
+from zeropatch._core import NotNeeded, Patch, inform_once, version_tuple
+
+# module -> the classes whose from_pretrained legacy scripts call
+LOADERS = {
+    "transformers.modeling_utils": ("PreTrainedModel",),
+    "transformers.configuration_utils": ("PretrainedConfig",),
+    "transformers.tokenization_utils_base": ("PreTrainedTokenizerBase",),
+    "transformers.processing_utils": ("ProcessorMixin",),
+    "transformers.feature_extraction_utils": ("FeatureExtractionMixin",),
+    "transformers.image_processing_base": ("ImageProcessingMixin",),
+    "transformers.models.auto.auto_factory": ("_BaseAutoModelClass",),
+    "transformers.models.auto.configuration_auto": ("AutoConfig",),
+    "transformers.models.auto.tokenization_auto": ("AutoTokenizer",),
+}
+
+
+def _token_from_use_auth_token(wrapped, cls, args, kwargs):
+    if "use_auth_token" in kwargs:
+        use_auth_token = kwargs.pop("use_auth_token")
+        if use_auth_token is not None:
+            if kwargs.get("token") is not None:
+                raise ValueError("`token` and `use_auth_token` are both specified. Please set only the argument "
+                                 "`token`.")
+            kwargs["token"] = use_auth_token
+            inform_once(f"transformers_use_auth_token: {getattr(cls, '__name__', cls)}.from_pretrained("
+                        "use_auth_token=...) -> token=..., as transformers 4.x did")
+    return wrapped(*args, **kwargs)
+
+
+def apply(patcher, module):
+    import transformers
+
+    if version_tuple(transformers.__version__) < (5,):
+        raise NotNeeded("transformers 4.x still takes use_auth_token")
+    wrapped = []
+    for name in LOADERS[module.__name__]:
+        if "from_pretrained" in vars(getattr(module, name, object)):
+            patcher.wrap(getattr(module, name), "from_pretrained", _token_from_use_auth_token)
+            wrapped.append(name)
+    if not wrapped:
+        raise NotNeeded(f"{module.__name__} has no {' / '.join(LOADERS[module.__name__])}.from_pretrained here")
+    return f"{', '.join(wrapped)}.from_pretrained take use_auth_token as token"
+
+
+PATCH = Patch(
+    "transformers_use_auth_token",
+    summary="from_pretrained(use_auth_token=...) means token=... again on transformers 5 (models, configs, "
+    "tokenizers, processors, Auto classes)",
+    package="transformers",
+    affected="5.0.0-5.23.0 (swept)",
+    targets=tuple(LOADERS),
+    apply=apply,
+    errors=(r"__init__\(\) got an unexpected keyword argument 'use_auth_token'",),
+)
