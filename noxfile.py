@@ -122,6 +122,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "xformers": [*CONSTRAINTS, "torch", "numpy"],
     "timm": ["torch", "torchvision"],  # the registry's builds: timm imports torchvision, which has no CPU build here
     "huggingface_hub": [*CONSTRAINTS, "torch", LEGACY_DIFFUSERS],
+    "diffusers": [*CONSTRAINTS, "torch", "numpy"],  # huggingface_hub as it comes (today's): old releases need hf_hub_legacy
 }
 
 

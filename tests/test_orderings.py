@@ -86,6 +86,9 @@ CASES = {
     "diffusers_gradient_checkpointing": (("diffusers",), ("diffusers.models.modeling_utils",),
                                          "from diffusers.models.modeling_utils import ModelMixin; assert ModelMixin.enable_gradient_checkpointing",
                                          False),
+    "diffusers_legacy_names": (("diffusers",), ("diffusers.models.embeddings", "diffusers.models.attention_processor"),
+                               "from diffusers.models.embeddings import PatchEmbed; PatchEmbed(height=4, width=4, patch_size=2, in_channels=1, embed_dim=4)",
+                               False),
     "timm_layers": (("timm",), ("timm.models.layers.helpers",),
                     "import timm.layers as layers; assert layers.to_2tuple(2) == (2, 2)", False),
     "xformers_fallback": (("xformers",), ("xformers.ops.fmha", "xformers.ops"),
@@ -98,7 +101,7 @@ PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xfor
             "timm_layers"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
-NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers"}
+NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}
 PROVIDED_PACKAGES = ("xformers", "flash_attn")  # whole packages provided: no parent exists before
 
 HELPERS = f'''

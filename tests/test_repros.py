@@ -33,6 +33,13 @@ def t5_replacement_behind_transformers():
         "<= set(inspect.signature(getter()).parameters) else 0)").returncode == 0
 
 
+def diffusers_lost_caption_projection():
+    """Whether the installed diffusers lacks 0.24's CaptionProjection (checked with hf_hub_legacy on, without which an
+    old diffusers does not import on huggingface_hub >= 1.0 at all)."""
+    return run_python("from diffusers.models.embeddings import CaptionProjection",
+                      env=clean_environment(ZEROPATCH="hf_hub_legacy")).returncode != 0
+
+
 def gloo_exit_forced():
     """gloo_exit's repro forces the exit race on torch 2.10-2.13 (swept). 2.15 has the same abort (seen in 12 of 60
     processes of a plain script) but keeps fire-and-forget collectives alive elsewhere: this trigger cannot force it."""
@@ -96,6 +103,8 @@ REPROS = {
     "diffusers_gradient_checkpointing": (("torch", "diffusers"), "hf_hub_legacy", "all", {},
                                          lambda: distribution_version("diffusers") >= (0, 32), None,
                                          "repro: the legacy model trained with gradient checkpointing"),
+    "diffusers_legacy_names": (("torch", "diffusers"), "hf_hub_legacy", "all", {}, diffusers_lost_caption_projection,
+                               None, "repro: Latte's diffusers 0.24 imports built the model"),
     "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),
     "torchvision_functional_tensor": (("torch", "torchvision"), None, "all", {},

@@ -16,7 +16,8 @@ PATCH_START, PATCH_END = "<!-- verified-releases:start -->", "<!-- verified-rele
 STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transformers": "transformers", "pandas": "pandas",
                  "torchvision": "torchvision", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
-                 "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub"}
+                 "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
+                 "diffusers": "diffusers"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 

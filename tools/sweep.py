@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub")
+           "yapf", "xformers", "timm", "huggingface_hub", "diffusers")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -133,6 +133,10 @@ STACKS = {
              ["timm_layers"], ["tests/test_timm_layers.py"]),
     "huggingface_hub": (pinned("huggingface_hub"), ["0.25.2", "0.26.5", "0.36.2", "1.0.0", "2.4.0"],
                         "import huggingface_hub", ["hf_hub_legacy"], ["tests/test_hf_hub_legacy.py"]),
+    "diffusers": (pinned("diffusers"), ["0.24.0", "0.27.2", "0.28.0", "0.31.0", "0.32.0", "0.36.0", "0.42.1"],
+                  "import os; os.environ['ZEROPATCH'] = 'hf_hub_legacy'; import zeropatch, diffusers.models.embeddings",
+                  ["diffusers_legacy_names", "diffusers_gradient_checkpointing"],
+                  ["tests/test_diffusers_legacy_names.py", "tests/test_diffusers_gradient_checkpointing.py"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
 }
 
