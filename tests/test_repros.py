@@ -33,10 +33,10 @@ def t5_replacement_behind_transformers():
         "<= set(inspect.signature(getter()).parameters) else 0)").returncode == 0
 
 
-def diffusers_lost_caption_projection():
-    """Whether the installed diffusers lacks 0.24's CaptionProjection (checked with hf_hub_legacy on, without which an
-    old diffusers does not import on huggingface_hub >= 1.0 at all)."""
-    return run_python("from diffusers.models.embeddings import CaptionProjection",
+def diffusers_lost_legacy_names():
+    """Whether the installed diffusers lacks what the repro imports from 0.2x (checked with hf_hub_legacy on, without
+    which an old diffusers does not import on huggingface_hub >= 1.0 at all); 0.24 already lacked randn_tensor."""
+    return run_python("from diffusers.models.embeddings import CaptionProjection; from diffusers.utils import randn_tensor",
                       env=clean_environment(ZEROPATCH="hf_hub_legacy")).returncode != 0
 
 
@@ -103,7 +103,7 @@ REPROS = {
     "diffusers_gradient_checkpointing": (("torch", "diffusers"), "hf_hub_legacy", "all", {},
                                          lambda: distribution_version("diffusers") >= (0, 32), None,
                                          "repro: the legacy model trained with gradient checkpointing"),
-    "diffusers_legacy_names": (("torch", "diffusers"), "hf_hub_legacy", "all", {}, diffusers_lost_caption_projection,
+    "diffusers_legacy_names": (("torch", "diffusers"), "hf_hub_legacy", "all", {}, diffusers_lost_legacy_names,
                                None, "repro: Latte's diffusers 0.24 imports built the model"),
     "torch_load": (("torch", "numpy"), None, "all", {}, lambda: distribution_version("torch") >= (2, 6), None,
                    "repro: DiT checkpoint with args, numpy RNG state and scalars loaded"),

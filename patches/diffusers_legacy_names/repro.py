@@ -1,10 +1,12 @@
 """Latte's models/latte_t2v.py, as written against diffusers 0.24: its imports, its temporal position embedding
 (numpy, through torch.from_numpy), a checkpoint of that era loaded strictly (with the caption projection's
-y_embedding buffer), and Open-Sora-Plan 1.2's import of Transformer2DModelOutput by its old path.
+y_embedding buffer), Open-Sora-Plan 1.2's import of Transformer2DModelOutput by its old path, and randn_tensor as the
+pipelines copied from diffusers <= 0.19 import it.
 
 Without zeropatch, on today's diffusers:
   ImportError: cannot import name 'CaptionProjection' from 'diffusers.models.embeddings'
-(past it: "No module named 'diffusers.models.transformer_2d'", then "TypeError: expected np.ndarray (got Tensor)").
+(past it: "No module named 'diffusers.models.transformer_2d'", "cannot import name 'randn_tensor' from
+'diffusers.utils'" - the one diffusers 0.24 itself fails - then "TypeError: expected np.ndarray (got Tensor)").
 With `zeropatch run -- python repro.py` the model builds, loads the 0.24-era checkpoint strictly and runs.
 """
 
@@ -13,6 +15,7 @@ import torch
 from diffusers.models.embeddings import (CaptionProjection, CombinedTimestepSizeEmbeddings, PatchEmbed,
                                          get_1d_sincos_pos_embed_from_grid)
 from diffusers.models.transformer_2d import Transformer2DModelOutput
+from diffusers.utils import randn_tensor
 
 
 class LatteStyle(torch.nn.Module):  # the embedding part of Latte's LatteT2V
@@ -37,6 +40,7 @@ model = LatteStyle()
 checkpoint = {key: torch.randn_like(value) for key, value in model.state_dict().items()}
 assert checkpoint["caption_projection.y_embedding"].shape == (120, 32)
 model.load_state_dict(checkpoint, strict=True)
-out = model(torch.randn(4, 4, 8, 8), torch.randn(4, 5, 32), torch.tensor([1.0, 2.0, 3.0, 4.0])).sample
+latents = randn_tensor((4, 4, 8, 8), generator=torch.Generator().manual_seed(0))
+out = model(latents, torch.randn(4, 5, 32), torch.tensor([1.0, 2.0, 3.0, 4.0])).sample
 assert out.shape == (4, 16, 48) and torch.isfinite(out).all()
 print("repro: Latte's diffusers 0.24 imports built the model, loaded its checkpoint strictly and ran")

@@ -4,6 +4,8 @@ Breaks (surveyed in Latte, PixArt-alpha / -sigma, Open-Sora-Plan 1.0-1.2, Open-S
 - ``from diffusers.models.embeddings import CaptionProjection, CombinedTimestepSizeEmbeddings`` (Latte): renamed
   ``PixArtAlphaTextProjection`` / ``PixArtAlphaCombinedTimestepSizeEmbeddings`` (0.27); the projection also lost its
   ``y_embedding`` buffer, so Latte checkpoints no longer load strictly;
+- ``PositionNet`` (renamed ``GLIGENTextBoundingboxProjection``), ``from diffusers.utils import randn_tensor`` (moved to
+  ``diffusers.utils.torch_utils``; pipelines copied from diffusers <= 0.19);
 - ``from diffusers.models.attention_processor import LORA_ATTENTION_PROCESSORS`` (Open-Sora-Plan 1.0 / 1.1): gone;
 - ``from diffusers.models.transformer_2d import Transformer2DModelOutput`` (Open-Sora-Plan 1.2) and the other
   pre-0.26 module paths (``diffusers.models.unet_2d_condition``, ``unet_2d_blocks``, ``vae``, ``autoencoder_kl``,
@@ -16,6 +18,8 @@ Breaks (surveyed in Latte, PixArt-alpha / -sigma, Open-Sora-Plan 1.0-1.2, Open-S
 Changes: each only where the installed diffusers lacks it. ``CaptionProjection`` is 0.24's class (``linear_1``,
 ``act_1``, ``linear_2``, the ``y_embedding`` buffer: the same state-dict keys and initialisation);
 ``CombinedTimestepSizeEmbeddings`` is today's class with 0.24's conditioning (sizes repeated to the batch);
+``PositionNet`` is ``GLIGENTextBoundingboxProjection`` (renamed, same keys); ``diffusers.utils.randn_tensor`` is
+``diffusers.utils.torch_utils``'s;
 ``LORA_ATTENTION_PROCESSORS`` is the tuple of the LoRA processor classes diffusers still has; each old module path
 is provided over its new module (``transformer_2d.Transformer2DModelOutput`` is ``modeling_outputs``' one);
 ``get_1d_sincos_pos_embed_from_grid`` given numpy positions returns what 0.24 returned (numpy float64), while
@@ -108,6 +112,9 @@ def _embeddings(patcher, module):
     if not hasattr(module, "CaptionProjection"):
         patcher.set(module, "CaptionProjection", caption_projection_class())
         done.append("CaptionProjection")
+    if not hasattr(module, "PositionNet") and hasattr(module, "GLIGENTextBoundingboxProjection"):
+        patcher.set(module, "PositionNet", module.GLIGENTextBoundingboxProjection)  # renamed, the same keys
+        done.append("PositionNet")
     if not hasattr(module, "CombinedTimestepSizeEmbeddings") and hasattr(module,
                                                                          "PixArtAlphaCombinedTimestepSizeEmbeddings"):
         patcher.set(module, "CombinedTimestepSizeEmbeddings",
@@ -140,6 +147,13 @@ def apply(patcher, module):
         return f"{name} provided over {moved}"
     if name == MODELS + "embeddings":
         done = _embeddings(patcher, module)
+    elif name == "diffusers.utils":
+        done = []
+        if "randn_tensor" not in dir(module):
+            from diffusers.utils.torch_utils import randn_tensor
+
+            patcher.set(module, "randn_tensor", randn_tensor)
+            done.append("diffusers.utils.randn_tensor")
     elif name == MODELS + "attention_processor":
         done = []
         if not hasattr(module, "LORA_ATTENTION_PROCESSORS"):
@@ -160,11 +174,12 @@ PATCH = Patch(
     "numpy get_1d_sincos_pos_embed_from_grid for numpy callers",
     package="diffusers",
     affected="0.32.0-0.42.1 (swept)",
-    targets=(MODELS + "embeddings", MODELS + "attention_processor", *(MODELS + old for old in MOVED)),
+    targets=("diffusers.utils", MODELS + "embeddings", MODELS + "attention_processor", *(MODELS + old for old in MOVED)),
     provides=True,
     apply=apply,
-    errors=(r"cannot import name '(CaptionProjection|CombinedTimestepSizeEmbeddings)' from "
+    errors=(r"cannot import name '(CaptionProjection|CombinedTimestepSizeEmbeddings|PositionNet)' from "
             r"'diffusers\.models\.embeddings'",
+            r"cannot import name 'randn_tensor' from 'diffusers\.utils'",
             r"cannot import name 'LORA_ATTENTION_PROCESSORS' from 'diffusers\.models\.attention_processor'",
             r"No module named 'diffusers\.models\.(" + "|".join(MOVED) + r")'",
             r"expected np\.ndarray \(got Tensor\)",
