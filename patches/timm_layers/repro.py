@@ -33,9 +33,10 @@ def timm_06_checkpoint(model):
     DropPath recorded as timm.models.layers.drop.DropPath."""
     buffer = io.BytesIO()
     torch.save(model, buffer, _use_new_zipfile_serialization=False)
-    saved = buffer.getvalue()
-    assert b"timm.layers.drop\nDropPath" in saved
-    return saved.replace(b"timm.layers.drop\nDropPath", b"timm.models.layers.drop\nDropPath")
+    saved, old_path = buffer.getvalue(), b"timm.models.layers.drop\nDropPath"
+    saved = saved if old_path in saved else saved.replace(b"timm.layers.drop\nDropPath", old_path)  # timm >= 0.9
+    assert old_path in saved
+    return saved
 
 
 torch.manual_seed(0)
