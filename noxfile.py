@@ -121,8 +121,9 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "accelerate": [*CONSTRAINTS, "torch", "numpy"],
     "xformers": [*CONSTRAINTS, "torch", "numpy"],
     "timm": ["torch", "torchvision"],  # the registry's builds: timm imports torchvision, which has no CPU build here
-    "huggingface_hub": [*CONSTRAINTS, "torch", LEGACY_DIFFUSERS],
-    "diffusers": [*CONSTRAINTS, "torch", "numpy"],  # huggingface_hub as it comes (today's): old releases need hf_hub_legacy
+    # with accelerate, as diffusers' users have it (diffusers 0.24 reads safetensors.torch, which accelerate imports)
+    "huggingface_hub": [*CONSTRAINTS, "torch", "accelerate", LEGACY_DIFFUSERS],
+    "diffusers": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # today's huggingface_hub: old releases need hf_hub_legacy
 }
 
 

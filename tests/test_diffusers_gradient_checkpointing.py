@@ -1,4 +1,4 @@
-"""diffusers_gradient_checkpointing on the real diffusers >= 0.32: a legacy override is applied to every submodule;
+"""diffusers_gradient_checkpointing on the real diffusers >= 0.33: a legacy override is applied to every submodule;
 today's diffusers blocks inside a legacy model get their checkpoint function; models with today's signature are
 untouched."""
 
@@ -7,7 +7,7 @@ import pytest
 from conftest import assert_ok, distribution_version, requires, run_python
 
 pytestmark = [requires("torch", "diffusers"),
-              pytest.mark.skipif((distribution_version("diffusers") or (0,)) < (0, 32), reason="diffusers >= 0.32")]
+              pytest.mark.skipif((distribution_version("diffusers") or (0,)) < (0, 33), reason="diffusers >= 0.33")]
 
 
 def test_legacy_and_current_overrides():

@@ -40,6 +40,13 @@ def diffusers_lost_legacy_names():
                       env=clean_environment(ZEROPATCH="hf_hub_legacy")).returncode != 0
 
 
+def accelerate_lost_a_keyword():
+    """accelerate 1.0 removed the dataloader keywords (and ignores split_batches); logging_dir went in 0.2x."""
+    return distribution_version("accelerate") >= (1,) or run_python(
+        "import inspect, sys; from accelerate import Accelerator; "
+        "sys.exit(0 if 'logging_dir' not in inspect.signature(Accelerator.__init__).parameters else 1)").returncode == 0
+
+
 def gloo_exit_forced():
     """gloo_exit's repro forces the exit race on torch 2.10-2.13 (swept). 2.15 has the same abort (seen in 12 of 60
     processes of a plain script) but keeps fire-and-forget collectives alive elsewhere: this trigger cannot force it."""
@@ -83,7 +90,7 @@ REPROS = {
     "shardformer_t5": (("torch", "colossalai", "transformers"), None, "all", {}, t5_replacement_behind_transformers,
                        None,
                        "repro: the shardformer-optimised T5 encoder ran; output equal to the unsharded model's"),
-    "accelerate_kwargs": (("torch", "accelerate"), None, "all", {}, lambda: distribution_version("accelerate") >= (1,),
+    "accelerate_kwargs": (("torch", "accelerate"), None, "all", {}, accelerate_lost_a_keyword,
                           None, "repro: logging_dir, even_batches and split_batches took effect"),
     "hf_frozen_params": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                          None, "repro: 4 frozen parameters stayed frozen and bit-identical"),
@@ -101,7 +108,7 @@ REPROS = {
                                       "repro: saved in"),
     # diffusers 0.24 imports on huggingface_hub >= 1.0 only with hf_hub_legacy: the plain run keeps that one
     "diffusers_gradient_checkpointing": (("torch", "diffusers"), "hf_hub_legacy", "all", {},
-                                         lambda: distribution_version("diffusers") >= (0, 32), None,
+                                         lambda: distribution_version("diffusers") >= (0, 33), None,
                                          "repro: the legacy model trained with gradient checkpointing"),
     "diffusers_legacy_names": (("torch", "diffusers"), "hf_hub_legacy", "all", {}, diffusers_lost_legacy_names,
                                None, "repro: Latte's diffusers 0.24 imports built the model"),

@@ -135,7 +135,7 @@ STACKS = {
              ["timm_layers"], ["tests/test_timm_layers.py"]),
     "huggingface_hub": (pinned("huggingface_hub"), ["0.25.2", "0.26.5", "0.36.2", "1.0.0", "2.4.0"],
                         "import huggingface_hub", ["hf_hub_legacy"], ["tests/test_hf_hub_legacy.py"]),
-    "diffusers": (pinned("diffusers"), ["0.24.0", "0.27.2", "0.28.0", "0.31.0", "0.32.0", "0.36.0", "0.42.1"],
+    "diffusers": (pinned("diffusers"), ["0.24.0", "0.27.2", "0.28.0", "0.31.0", "0.32.0", "0.33.0", "0.36.0", "0.42.1"],
                   "import os; os.environ['ZEROPATCH'] = 'hf_hub_legacy'; import zeropatch, diffusers.models.embeddings",
                   ["diffusers_legacy_names", "diffusers_gradient_checkpointing"],
                   ["tests/test_diffusers_legacy_names.py", "tests/test_diffusers_gradient_checkpointing.py"]),

@@ -22,7 +22,7 @@ def main():
                               even_batches=(False,), split_batches=True)
     loader = accelerator.prepare(torch.utils.data.DataLoader(torch.arange(16.0), batch_size=8))
     batch_sizes = [len(batch) for batch in loader]
-    if accelerator.logging_dir != logging_dir or accelerator.even_batches is not True or not accelerator.split_batches:
+    if accelerator.logging_dir != logging_dir or not accelerator.even_batches or not accelerator.split_batches:
         sys.exit(f"repro: {accelerator.logging_dir}, even_batches={accelerator.even_batches}, "
                  f"split_batches={accelerator.split_batches}")
     if batch_sizes != [8, 8]:  # one process: the global batch is the batch (tests/test_accelerate_kwargs.py: two)

@@ -1,8 +1,8 @@
 """diffusers_gradient_checkpointing: legacy ``_set_gradient_checkpointing(self, module, value)`` overrides work again.
 
-Breaks: diffusers <= 0.31's ``ModelMixin.enable_gradient_checkpointing()`` applied the model's
+Breaks: diffusers <= 0.32's ``ModelMixin.enable_gradient_checkpointing()`` applied the model's
 ``_set_gradient_checkpointing(module, value=True)`` to every submodule, and legacy video DiTs built on ``ModelMixin``
-override it with that signature (Latte's ``LatteT2V``, Open-Sora-Plan's ``Latte`` / ``UDiT``). diffusers 0.32 calls
+override it with that signature (Latte's ``LatteT2V``, Open-Sora-Plan's ``Latte`` / ``UDiT``). diffusers 0.33 calls
 ``self._set_gradient_checkpointing(enable=True, gradient_checkpointing_func=...)`` once instead: "TypeError:
 _set_gradient_checkpointing() got an unexpected keyword argument 'enable'" - the first line of every training run
 with ``--gradient_checkpointing``.
@@ -53,7 +53,7 @@ def _apply_legacy(model, value):
     from functools import partial
 
     inform_once(f"diffusers_gradient_checkpointing: {type(model).__name__}._set_gradient_checkpointing(module, "
-                f"value={value}) applied to every submodule, as diffusers 0.31 did")
+                f"value={value}) applied to every submodule, as diffusers 0.32 did")
     model.apply(partial(model._set_gradient_checkpointing, value=value))
 
 
@@ -65,18 +65,18 @@ def apply(patcher, modeling_utils):
         raise Skip("diffusers.models.modeling_utils has no ModelMixin.enable_gradient_checkpointing")
     own = getattr(mixin, "_set_gradient_checkpointing", None)
     if own is None or "enable" not in inspect.signature(own).parameters:
-        raise NotNeeded("ModelMixin still calls _set_gradient_checkpointing(module, value) (diffusers < 0.32)")
+        raise NotNeeded("ModelMixin still calls _set_gradient_checkpointing(module, value) (diffusers < 0.33)")
     patcher.wrap(mixin, "enable_gradient_checkpointing", _enable)
     patcher.wrap(mixin, "disable_gradient_checkpointing", _disable)
-    return "legacy _set_gradient_checkpointing(module, value) overrides are applied as diffusers 0.31 did"
+    return "legacy _set_gradient_checkpointing(module, value) overrides are applied as diffusers 0.32 did"
 
 
 PATCH = Patch(
     "diffusers_gradient_checkpointing",
     summary="ModelMixin subclasses with a legacy _set_gradient_checkpointing(module, value) override (Latte, "
-    "Open-Sora-Plan) enable gradient checkpointing again on diffusers >= 0.32",
+    "Open-Sora-Plan) enable gradient checkpointing again on diffusers >= 0.33",
     package="diffusers",
-    affected="0.32.0-0.42.1 (swept)",
+    affected="0.33.0-0.42.1 (swept)",
     targets=("diffusers.models.modeling_utils",),
     apply=apply,
     errors=(r"_set_gradient_checkpointing\(\) got an unexpected keyword argument 'enable'",),
