@@ -137,7 +137,7 @@ def sweep(session, stack):
     if stack == "yapf":
         session.install(MMCV, env=MMCV_BUILD)
     if stack == "transformers":  # ColossalAI's shardformer on each transformers release (shardformer_t5)
-        session.install(*constraints, *COLOSSALAI_IMPORT_NEEDS)
+        session.install(*constraints, *COLOSSALAI_IMPORT_NEEDS, "peft==0.21.2")  # colossalai imports peft
         session.install("--no-deps", "colossalai==0.5.0")
     session.install(*constraints, ".")
     session.run("python", "tools/sweep.py", stack)
