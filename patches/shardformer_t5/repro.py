@@ -1,5 +1,7 @@
 """Open-Sora 1.1-1.3's T5 text encoder with ``shardformer=True`` (every full config): its T5EncoderPolicy swaps in
-ColossalAI's jit-fused T5 feed-forward and self-attention layer forwards, written for transformers 4.x.
+ColossalAI's jit-fused T5 feed-forward and self-attention layer forwards, written for transformers 4.x; and
+ColossalAI's own policy on a T5 encoder-decoder (its cross-attention replacement lacks ``cache_position``, which
+transformers 4.4x-4.5x pass).
 
 Without zeropatch, on transformers >= 5:
   TypeError: get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument
@@ -62,7 +64,16 @@ def main():
         optimized, _ = ShardFormer(shard_config=shard_config).optimize(encoder, policy=open_sora_t5_policy())
         after = optimized(input_ids=tokens, attention_mask=mask).last_hidden_state
     torch.testing.assert_close(after, before, rtol=0, atol=0)
-    print("repro: the shardformer-optimised T5 encoder ran; output equal to the unsharded model's")
+    from transformers import T5ForConditionalGeneration
+
+    seq2seq = T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=2,
+                                                  num_heads=4, decoder_start_token_id=0)).eval()
+    labels = torch.randint(0, 64, (2, 4))
+    with torch.no_grad():
+        expected = seq2seq(input_ids=tokens, labels=labels).logits
+        optimized, _ = ShardFormer(shard_config=shard_config).optimize(seq2seq)  # ColossalAI's own T5 policy
+        torch.testing.assert_close(optimized(input_ids=tokens, labels=labels).logits, expected, rtol=0, atol=0)
+    print("repro: the shardformer-optimised T5 encoder and encoder-decoder ran; output equal to the unsharded model's")
     torch.distributed.destroy_process_group()
 
 

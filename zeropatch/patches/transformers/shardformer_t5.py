@@ -4,8 +4,8 @@ cannot take what the installed transformers passes.
 Breaks: ColossalAI's T5 policies (its own, and Open-Sora's ``T5EncoderPolicy``: every Open-Sora full config, with
 ``shardformer=True``) replace ``T5LayerSelfAttention`` / ``T5LayerCrossAttention.forward`` (jit-fused dropout and
 residual) and, with ``enable_flash_attention``, ``T5Attention.forward``, each written for one transformers
-release. Newer transformers call them with keywords they lack: ``cache_position`` (transformers 4.4x, ColossalAI
-<= 0.4.x), ``past_key_values`` (transformers 5, every ColossalAI): "TypeError:
+release. Newer transformers call them with keywords they lack: ``cache_position`` (transformers 4.4x-4.5x: the
+layers of ColossalAI <= 0.4.x, the cross-attention of 0.5), ``past_key_values`` (transformers 5, every ColossalAI): "TypeError:
 get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument 'past_key_values'". The
 4.x attention forward also returns (output, cache, position bias), where 5.x reads (output, position bias,
 weights): the layers after the first would lose T5's relative position bias.
@@ -72,7 +72,7 @@ PATCH = Patch(
     summary="ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
     "transformers' own where they lack its parameters ('past_key_values', 'cache_position')",
     package="transformers",
-    affected="5.0.0-5.23.0 (swept, with ColossalAI's latest shardformer); 4.51.3 under older ColossalAI (the suite)",
+    affected="4.46.3-5.23.0 (swept, with ColossalAI's latest shardformer; older ColossalAI in the suite)",
     targets=("colossalai.shardformer.modeling.t5", "colossalai.shardformer.policies.t5"),
     apply=apply,
     errors=(r"get_T5_layer_(self|cross)_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
