@@ -46,6 +46,8 @@ import http.server, os, threading
 os.environ.pop("HF_HUB_OFFLINE", None); os.environ.pop("TRANSFORMERS_OFFLINE", None)  # only a local server is reached
 import zeropatch
 from huggingface_hub import cached_download, hf_hub_url
+if not cached_download.__module__.startswith("zeropatch"):
+    print("this huggingface_hub has its own cached_download (< 0.26)"); raise SystemExit(0)
 from huggingface_hub.errors import LocalEntryNotFoundError
 
 cache = {str(tmp_path)!r}

@@ -39,15 +39,17 @@ def _init(handled):
         legacy = {keyword: kwargs.pop(keyword) for keyword in handled if keyword in kwargs}
         if not legacy:
             return wrapped(*args, **kwargs)
-        from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration
-
         if "logging_dir" in legacy:
+            from accelerate.utils import ProjectConfiguration
+
             config = kwargs.get("project_config") or ProjectConfiguration(project_dir=kwargs.get("project_dir"))
             config.logging_dir = legacy.pop("logging_dir")
             kwargs["project_config"] = config
             inform_once(f"accelerate_kwargs: Accelerator(logging_dir={config.logging_dir!r}) -> "
                         f"project_config.logging_dir, as accelerate 0.19 did")
         if legacy:
+            from accelerate.utils import DataLoaderConfiguration
+
             config = kwargs.get("dataloader_config") or DataLoaderConfiguration()
             for keyword, value in legacy.items():
                 setattr(config, keyword, _as_before(keyword, value))
@@ -66,13 +68,14 @@ def apply(patcher, accelerator_module):
     if accelerator is None:
         raise Skip("accelerate.accelerator has no Accelerator")
     parameters = inspect.signature(accelerator.__init__).parameters
-    if "dataloader_config" not in parameters or "project_config" not in parameters:
-        raise Skip("Accelerator.__init__ takes neither dataloader_config nor project_config")
     import accelerate
 
     handled = _handled_here(parameters, version_tuple(accelerate.__version__))
     if not handled:
         raise NotNeeded("Accelerator still takes every legacy keyword itself")
+    for destination, keywords in (("project_config", ("logging_dir",)), ("dataloader_config", DATALOADER_KEYWORDS)):
+        if destination not in parameters and set(handled) & set(keywords):
+            raise Skip(f"Accelerator.__init__ takes no {destination} for {', '.join(set(handled) & set(keywords))}")
     patcher.wrap(accelerator, "__init__", _init(tuple(handled)))
     return "Accelerator(" + ", ".join(f"{keyword}=" for keyword in handled) + ") take effect as before"
 
@@ -82,7 +85,7 @@ PATCH = Patch(
     summary="Accelerator(logging_dir=, dispatch_batches=, even_batches=, split_batches=, use_seedable_sampler=) take "
     "effect as in the last release that had them (split_batches is silently ignored since 1.0)",
     package="accelerate",
-    affected="1.0.1-1.15.0",
+    affected="0.27.2-1.15.0 (swept; logging_dir went in the 0.2x series, the dataloader keywords in 1.0)",
     targets=("accelerate.accelerator",),
     apply=apply,
     errors=(r"Accelerator\.__init__\(\) got an unexpected keyword argument "
