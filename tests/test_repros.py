@@ -24,15 +24,13 @@ def xformers_has_no_operator():
 
 
 def t5_replacement_behind_transformers():
-    """Whether one of ColossalAI's T5 layer replacements lacks a parameter transformers' layer forward has
-    (``cache_position`` on transformers 4.4x-4.5x, ``past_key_values`` on transformers 5)."""
+    """Whether ColossalAI's T5 self-attention layer replacement lacks a parameter transformers' layer forward has
+    (``cache_position`` before ColossalAI 0.5, ``past_key_values`` on transformers 5)."""
     return run_python(
-        "import inspect, sys; from transformers.models.t5 import modeling_t5 as t5; "
-        "from colossalai.shardformer.modeling import t5 as colossal; "
-        "pairs = [(t5.T5LayerSelfAttention, colossal.get_T5_layer_self_attention_forward), "
-        "(t5.T5LayerCrossAttention, colossal.get_T5_layer_cross_attention_forward)]; "
-        "sys.exit(0 if any(set(inspect.signature(layer.forward).parameters) - {'kwargs'} "
-        "- set(inspect.signature(getter()).parameters) for layer, getter in pairs) else 1)").returncode == 0
+        "import inspect, sys; from transformers.models.t5.modeling_t5 import T5LayerSelfAttention as layer; "
+        "from colossalai.shardformer.modeling.t5 import get_T5_layer_self_attention_forward as getter; "
+        "sys.exit(1 if set(inspect.signature(layer.forward).parameters) - {'kwargs'} "
+        "<= set(inspect.signature(getter()).parameters) else 0)").returncode == 0
 
 
 def diffusers_lost_legacy_names():

@@ -4,8 +4,8 @@ cannot take what the installed transformers passes.
 Breaks: ColossalAI's T5 policies (its own, and Open-Sora's ``T5EncoderPolicy``: every Open-Sora full config, with
 ``shardformer=True``) replace ``T5LayerSelfAttention`` / ``T5LayerCrossAttention.forward`` (jit-fused dropout and
 residual) and, with ``enable_flash_attention``, ``T5Attention.forward``, each written for one transformers
-release. Newer transformers call them with keywords they lack: ``cache_position`` (transformers 4.4x-4.5x: the
-layers of ColossalAI <= 0.4.x, the cross-attention of 0.5), ``past_key_values`` (transformers 5, every ColossalAI): "TypeError:
+release. Newer transformers call them with keywords they lack: ``cache_position`` (transformers 4.4x-4.5x, the
+replacements of ColossalAI <= 0.4.x), ``past_key_values`` (transformers 5, every ColossalAI): "TypeError:
 get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument 'past_key_values'". The
 4.x attention forward also returns (output, cache, position bias), where 5.x reads (output, position bias,
 weights): the layers after the first would lose T5's relative position bias.
@@ -13,7 +13,8 @@ weights): the layers after the first would lose T5's relative position bias.
 Changes: when ``get_T5_layer_self_attention_forward`` / ``get_T5_layer_cross_attention_forward`` /
 ``get_t5_flash_attention_forward`` (in ``colossalai.shardformer.modeling.t5``, and wherever they were imported from
 it) would hand a forward missing parameters of the installed transformers' own forward, they hand that own forward
-instead, logged once: the unsharded model's results exactly, without the fused dropout-add (the policy's other
+instead, logged once (where only the cross-attention layer's lacks ``cache_position``, which 4.4x's callers do not
+pass, the patch is not needed): the unsharded model's results exactly, without the fused dropout-add (the policy's other
 replacements, the feed-forward fusion among them, stay). Where the signatures agree nothing changes.
 """
 
@@ -46,7 +47,7 @@ def _own_forward_where_needed(wrapped, instance, args, kwargs):
         return replacement
     inform_once(f"shardformer_t5: {wrapped.__name__}() lacks {', '.join(missing)} of this transformers' "
                 f"{REPLACES[wrapped.__name__]}.forward: the policy keeps transformers' own")
-    return own
+    return own  # written for another convention (tuples, not Cache objects): never half-used
 
 
 def apply(patcher, module):
@@ -60,7 +61,8 @@ def apply(patcher, module):
                       if _missing(getattr(getter, "__wrapped__", getter)(), getattr(modeling_t5, REPLACES[name]).forward)]
     except (ImportError, AttributeError) as error:
         raise Skip(f"transformers' T5 layers are not where they were ({error})")
-    if not mismatched:
+    if not set(mismatched) - {"get_T5_layer_cross_attention_forward"}:
+        # the cross-attention layer's signature gained cache_position in 4.4x, which its caller does not pass
         raise NotNeeded("ColossalAI's T5 replacements take what this transformers passes")
     for name in getters:
         patcher.wrap_function(module, name, _own_forward_where_needed)
@@ -72,7 +74,8 @@ PATCH = Patch(
     summary="ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
     "transformers' own where they lack its parameters ('past_key_values', 'cache_position')",
     package="transformers",
-    affected="4.46.3-5.23.0 (swept, with ColossalAI's latest shardformer; older ColossalAI in the suite)",
+    affected="5.0.0-5.23.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
+             "ColossalAI, in the suite)",
     targets=("colossalai.shardformer.modeling.t5", "colossalai.shardformer.policies.t5"),
     apply=apply,
     errors=(r"get_T5_layer_(self|cross)_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
