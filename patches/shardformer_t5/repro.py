@@ -1,7 +1,6 @@
 """Open-Sora 1.1-1.3's T5 text encoder with ``shardformer=True`` (every full config): its T5EncoderPolicy swaps in
 ColossalAI's jit-fused T5 feed-forward and self-attention layer forwards, written for transformers 4.x; and
-ColossalAI's own policy on a T5 encoder-decoder (its cross-attention replacement lacks ``cache_position``, which
-transformers 4.4x-4.5x pass).
+ColossalAI's own policy on a T5 encoder-decoder (self- and cross-attention replacements).
 
 Without zeropatch, on transformers >= 5:
   TypeError: get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument
