@@ -33,7 +33,7 @@ import inspect
 legacy = get_1d_sincos_pos_embed_from_grid(32, np.arange(7))
 assert isinstance(legacy, np.ndarray) and legacy.dtype == np.float64
 if "output_type" in inspect.signature(get_1d_sincos_pos_embed_from_grid).parameters:  # today's function, wrapped
-    today = get_1d_sincos_pos_embed_from_grid(32, torch.arange(7))
+    today = get_1d_sincos_pos_embed_from_grid(32, torch.arange(7), output_type="pt")  # 0.34-0.40 default to "np"
     assert isinstance(today, torch.Tensor)
     np.testing.assert_allclose(legacy, today.double().numpy(), rtol=0, atol=1e-12)
 assert torch.equal(PatchEmbed(height=16, width=24, patch_size=2, in_channels=4, embed_dim=16).pos_embed, unpatched)
