@@ -18,6 +18,8 @@ class Keep(logging.Handler):
 logging.getLogger("zeropatch").addHandler(Keep())
 logging.getLogger("zeropatch").setLevel(logging.INFO)
 from deepspeed.runtime.config import DeepSpeedConfig
+from zeropatch.patches.deepspeed.ds_config_keys import _fp16_only_keys
+STRICT_PRECISION = bool(_fp16_only_keys())  # DeepSpeed validates its precision blocks (pydantic models)
 '''
 
 
@@ -56,6 +58,8 @@ def test_keys_the_old_deepspeed_ignored_are_dropped_from_precision_blocks_read_f
     written = path.read_text()
     assert_ok(run_python(BUILD + f'''
 import zeropatch
+if not STRICT_PRECISION:
+    print("this DeepSpeed reads its precision blocks leniently: nothing to drop"); raise SystemExit(0)
 config = DeepSpeedConfig({str(path)!r})
 assert config.bfloat16_config.enabled and not config.float16_config.enabled
 assert any("dropped bf16.hysteresis, initial_scale_power, loss_scale, loss_scale_window, min_loss_scale" in r
@@ -76,6 +80,8 @@ print("ok")
 def test_what_has_no_old_meaning_is_still_refused(config, refusal):
     assert_ok(run_python(BUILD + f'''
 import zeropatch
+if "bf16" in {config!r} and not STRICT_PRECISION:
+    print("this DeepSpeed ignores unknown bf16 keys"); raise SystemExit(0)
 try:
     DeepSpeedConfig(dict(train_batch_size=1, **{config!r}))
 except Exception as error:

@@ -173,7 +173,7 @@ PATCH = Patch(
     "state-dict keys), CombinedTimestepSizeEmbeddings, LORA_ATTENTION_PROCESSORS, the pre-0.26 module paths, "
     "numpy get_1d_sincos_pos_embed_from_grid for numpy callers",
     package="diffusers",
-    affected="0.32.0-0.42.1 (swept)",
+    affected="0.24.0-0.42.1 (swept; name by name: randn_tensor left diffusers.utils before 0.24)",
     targets=("diffusers.utils", MODELS + "embeddings", MODELS + "attention_processor", *(MODELS + old for old in MOVED)),
     provides=True,
     apply=apply,
