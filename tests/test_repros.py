@@ -25,12 +25,14 @@ def xformers_has_no_operator():
 
 def t5_replacement_behind_transformers():
     """Whether ColossalAI's T5 self-attention layer replacement lacks a parameter transformers' layer forward has
-    (``cache_position`` before ColossalAI 0.5, ``past_key_values`` on transformers 5)."""
+    (``cache_position`` before ColossalAI 0.5, ``past_key_values`` on transformers 5), or transformers keeps T5's past
+    keys and values in a Cache, which ColossalAI's flash-attention forward reads as a tuple."""
     return run_python(
-        "import inspect, sys; from transformers.models.t5.modeling_t5 import T5LayerSelfAttention as layer; "
+        "import inspect, sys; from transformers.models.t5 import modeling_t5; "
         "from colossalai.shardformer.modeling.t5 import get_T5_layer_self_attention_forward as getter; "
-        "sys.exit(1 if set(inspect.signature(layer.forward).parameters) - {'kwargs'} "
-        "<= set(inspect.signature(getter()).parameters) else 0)").returncode == 0
+        "lacks = set(inspect.signature(modeling_t5.T5LayerSelfAttention.forward).parameters) - {'kwargs'} "
+        "- set(inspect.signature(getter()).parameters); "
+        "sys.exit(0 if lacks or hasattr(modeling_t5, 'EncoderDecoderCache') else 1)").returncode == 0
 
 
 def diffusers_lost_legacy_names():

@@ -1,11 +1,13 @@
 """Open-Sora 1.1-1.3's T5 text encoder with ``shardformer=True`` (every full config): its T5EncoderPolicy swaps in
 ColossalAI's jit-fused T5 feed-forward and self-attention layer forwards, written for transformers 4.x; and
-ColossalAI's own policy on a T5 encoder-decoder (self- and cross-attention replacements).
+ColossalAI's own policy with flash attention on a T5 encoder-decoder, generating with a cache (its attention
+forward reads past keys and values as a tuple; transformers >= 4.4x passes a Cache).
 
 Without zeropatch, on transformers >= 5:
   TypeError: get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument
   'past_key_values'
-With `zeropatch run -- python repro.py` the optimised encoder runs and its output equals the unsharded model's.
+(on transformers 4.4x-4.5x with ColossalAI 0.5: "ValueError: past_key_value should have 2 past states: keys and
+values. Got 1 past states"). With `zeropatch run -- python repro.py` the optimised encoder runs and its output equals the unsharded model's.
 """
 
 import torch
@@ -70,8 +72,12 @@ def main():
     labels = torch.randint(0, 64, (2, 4))
     with torch.no_grad():
         expected = seq2seq(input_ids=tokens, labels=labels).logits
-        optimized, _ = ShardFormer(shard_config=shard_config).optimize(seq2seq)  # ColossalAI's own T5 policy
+        generated = seq2seq.generate(input_ids=tokens, max_new_tokens=4, do_sample=False)
+        flash_config = ShardConfig(enable_tensor_parallelism=False, enable_fused_normalization=False,
+                                   enable_flash_attention=True, enable_jit_fused=True)
+        optimized, _ = ShardFormer(shard_config=flash_config).optimize(seq2seq)  # ColossalAI's own T5 policy
         torch.testing.assert_close(optimized(input_ids=tokens, labels=labels).logits, expected, rtol=0, atol=0)
+        assert torch.equal(optimized.generate(input_ids=tokens, max_new_tokens=4, do_sample=False), generated)
     print("repro: the shardformer-optimised T5 encoder and encoder-decoder ran; output equal to the unsharded model's")
     torch.distributed.destroy_process_group()
 

@@ -13,8 +13,9 @@ weights): the layers after the first would lose T5's relative position bias.
 Changes: when ``get_T5_layer_self_attention_forward`` / ``get_T5_layer_cross_attention_forward`` /
 ``get_t5_flash_attention_forward`` (in ``colossalai.shardformer.modeling.t5``, and wherever they were imported from
 it) would hand a forward missing parameters of the installed transformers' own forward, they hand that own forward
-instead, logged once (where only the cross-attention layer's lacks ``cache_position``, which 4.4x's callers do not
-pass, the patch is not needed): the unsharded model's results exactly, without the fused dropout-add (the policy's other
+instead, logged once; so does the flash-attention getter where transformers keeps past keys and values in a
+``Cache`` (4.4x on: ColossalAI's forward reads a tuple, "past_key_value should have 2 past states"). Where only the
+cross-attention layer's signature lacks ``cache_position``, which 4.4x's callers do not pass, nothing is needed: the unsharded model's results exactly, without the fused dropout-add (the policy's other
 replacements, the feed-forward fusion among them, stay). Where the signatures agree nothing changes.
 """
 
@@ -37,17 +38,27 @@ def _missing(replacement, own):
             if name not in taken and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
 
 
+def _unusable(getter_name, replacement, modeling_t5):
+    """Why ColossalAI's replacement cannot serve this transformers: parameters it lacks, or (its attention forward)
+    past keys and values held in a Cache object, where it reads a (key, value) tuple."""
+    missing = _missing(replacement, getattr(modeling_t5, REPLACES[getter_name]).forward)
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    if getter_name == "get_t5_flash_attention_forward" and hasattr(modeling_t5, "EncoderDecoderCache"):
+        return "reads past keys and values as a tuple; this transformers passes a Cache"
+    return None
+
+
 def _own_forward_where_needed(wrapped, instance, args, kwargs):
     replacement = wrapped(*args, **kwargs)
     from transformers.models.t5 import modeling_t5
 
-    own = getattr(modeling_t5, REPLACES[wrapped.__name__]).forward
-    missing = _missing(replacement, own)
-    if not missing:
+    why = _unusable(wrapped.__name__, replacement, modeling_t5)
+    if why is None:
         return replacement
-    inform_once(f"shardformer_t5: {wrapped.__name__}() lacks {', '.join(missing)} of this transformers' "
-                f"{REPLACES[wrapped.__name__]}.forward: the policy keeps transformers' own")
-    return own  # written for another convention (tuples, not Cache objects): never half-used
+    inform_once(f"shardformer_t5: {wrapped.__name__}() {why}: the policy keeps transformers' own "
+                f"{REPLACES[wrapped.__name__]}.forward")
+    return getattr(modeling_t5, REPLACES[wrapped.__name__]).forward  # never half-used
 
 
 def apply(patcher, module):
@@ -57,16 +68,17 @@ def apply(patcher, module):
     try:
         from transformers.models.t5 import modeling_t5  # imported by the module patched here already
 
-        mismatched = [name for name, getter in getters.items()
-                      if _missing(getattr(getter, "__wrapped__", getter)(), getattr(modeling_t5, REPLACES[name]).forward)]
+        unusable = {name: _unusable(name, getattr(getter, "__wrapped__", getter)(), modeling_t5)
+                    for name, getter in getters.items()}
     except (ImportError, AttributeError) as error:
         raise Skip(f"transformers' T5 layers are not where they were ({error})")
-    if not set(mismatched) - {"get_T5_layer_cross_attention_forward"}:
+    unusable = {name: why for name, why in unusable.items() if why}
+    if not set(unusable) - {"get_T5_layer_cross_attention_forward"}:
         # the cross-attention layer's signature gained cache_position in 4.4x, which its caller does not pass
         raise NotNeeded("ColossalAI's T5 replacements take what this transformers passes")
     for name in getters:
         patcher.wrap_function(module, name, _own_forward_where_needed)
-    return f"{', '.join(mismatched)} lack parameters of this transformers' T5 forwards: they give way to those"
+    return "; ".join(f"{name}: {why}" for name, why in unusable.items()) + ": transformers' own forwards instead"
 
 
 PATCH = Patch(
@@ -80,6 +92,7 @@ PATCH = Patch(
     apply=apply,
     errors=(r"get_T5_layer_(self|cross)_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
             r"'(past_key_values|cache_position)'",
+            r"past_key_value should have 2 past states: keys and values\. Got \d+ past states",
             r"get_t5_flash_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
             r"'(past_key_values|cache_position)'"),
 )
