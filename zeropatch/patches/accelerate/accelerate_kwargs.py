@@ -85,7 +85,7 @@ PATCH = Patch(
     summary="Accelerator(logging_dir=, dispatch_batches=, even_batches=, split_batches=, use_seedable_sampler=) take "
     "effect as in the last release that had them (split_batches is silently ignored since 1.0)",
     package="accelerate",
-    affected="0.27.2-1.15.0 (swept; logging_dir went in the 0.2x series, the dataloader keywords in 1.0)",
+    affected="0.27.2-1.15.0 (swept; logging_dir went before 0.27, the dataloader keywords in 1.0)",
     targets=("accelerate.accelerator",),
     apply=apply,
     errors=(r"Accelerator\.__init__\(\) got an unexpected keyword argument "

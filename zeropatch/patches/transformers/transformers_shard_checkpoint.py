@@ -46,7 +46,7 @@ PATCH = Patch(
     "transformers_shard_checkpoint",
     summary="transformers.modeling_utils.shard_checkpoint (removed in 4.47) back, on huggingface_hub's splitter",
     package="transformers",
-    affected="4.49.0-5.23.0 (swept; removed in 4.47)",
+    affected="4.49.0-5.23.0 (swept; removed after 4.46.3, which still has it)",
     targets=("transformers.modeling_utils",),
     apply=apply,
     errors=(r"cannot import name 'shard_checkpoint' from 'transformers\.modeling_utils'",),
