@@ -13,6 +13,7 @@ from zeropatch import _core, _job
 VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy",
              "setuptools", "wrapt")
 REASON_MIN_WIDTH = 48  # the longest module name in a reason fits unbroken
+REHEARSAL = "cpu_rehearsal"
 
 
 def detected_versions():
@@ -112,11 +113,16 @@ def _valid_selection(option, value):
 def cmd_run(args):
     command = _command(args)
     if not command:
-        print("zeropatch run: no command given; usage: zeropatch run [--patches a,b] -- CMD [ARGS...]", file=sys.stderr)
+        print("zeropatch run: no command given; usage: zeropatch run [--cpu] [--patches a,b] -- CMD [ARGS...]", file=sys.stderr)
         return 2
     if args.patches is not None and not _valid_selection("run --patches", args.patches):
         return 2
-    return _job.run(command, args.patches)
+    patches = args.patches
+    if args.cpu:  # asked for at the command: also where CUDA is available
+        chosen = patches if patches is not None else os.environ.get(_core.ENV_SELECT, "").strip()
+        patches = ",".join(part for part in (chosen if chosen not in ("", "0") else "1", REHEARSAL) if part)
+        os.environ[_core.ENV_REHEARSAL_ON_GPU] = "1"
+    return _job.run(command, patches)
 
 
 def cmd_check(args):
@@ -142,6 +148,8 @@ def parser():
     explain.set_defaults(handler=cmd_explain)
     run = commands.add_parser("run", help="run a command with zeropatch active in every Python process; report at the end")
     run.add_argument("--patches", help="comma list of patches (default: ZEROPATCH, else the default set)")
+    run.add_argument("--cpu", action="store_true",
+                     help=f"rehearse a GPU job on the CPU: adds {REHEARSAL} (and what it brings) to the patches")
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(handler=cmd_run)
     check = commands.add_parser("check", help="import-time dry run of a script: which imports fail, and which patch fixes them")

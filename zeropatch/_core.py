@@ -22,6 +22,7 @@ ENV_SELECT = "ZEROPATCH"
 ENV_DISABLE = "ZEROPATCH_DISABLE"
 ENV_STRICT = "ZEROPATCH_STRICT"
 ENV_RUN_DIR = "ZEROPATCH_RUN_DIR"  # set by `zeropatch run`: where each process of the job leaves its records
+ENV_REHEARSAL_ON_GPU = "ZEROPATCH_REHEARSAL_ON_GPU"  # `zeropatch run --cpu` sets it: rehearse where CUDA is too
 DEFAULT_WORDS = ("1", "all")
 OFF_WORDS = ("0",)
 
@@ -48,14 +49,16 @@ class Patch:
     newer releases removed; when no finder finds one, zeropatch creates it empty and ``apply`` fills it (see
     ``is_provided``); if ``apply`` declines, the import fails as it would have. ``unfixable``: (error pattern, advice)
     pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
-    what to do.
+    what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
+    callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
+    for the job report.
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
-                 "unfixable")
+                 "unfixable", "brings", "report")
 
     def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
-                 unfixable=()):
+                 unfixable=(), brings=(), report=None):
         self.name = name
         self.summary = summary
         self.package = package
@@ -66,6 +69,8 @@ class Patch:
         self.apply = apply
         self.provides = provides
         self.unfixable = tuple(unfixable)
+        self.brings = tuple(brings)
+        self.report = report
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)
@@ -379,8 +384,11 @@ def report_to_job():
     try:  # this runs inside the user's imports: it must never break one
         import json
 
+        entries = _registry().values()
         record = {"pid": os.getpid(), "rank": os.environ.get("RANK"), "argv": sys.argv[:3],
-                  "patches": [_record(entry, look_up_installed=False).as_dict() for entry in _registry().values()]}
+                  "patches": [_record(entry, look_up_installed=False).as_dict() for entry in entries],
+                  "reports": {entry.patch.name: entry.patch.report() for entry in entries
+                              if entry.patch.report is not None and entry.patchers}}
         path = os.path.join(folder, f"{os.getpid()}.json")
         with open(path + ".tmp", "w") as file:
             json.dump(record, file)
@@ -635,6 +643,7 @@ def install(*names):
     strict()  # a value it does not understand is reported now, not at the first failure
     explicit = bool(names)
     wanted = list(names) if names else (selection or [])
+    wanted += [brought for name in wanted for brought in registry[name].patch.brings if brought not in wanted]
     if selection is None:
         for name in wanted:
             registry[name].why_disabled = f"{ENV_SELECT}=0 turns zeropatch off"

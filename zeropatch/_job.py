@@ -75,11 +75,25 @@ def gather(run_dir, command, returncode):
             entry["states"][record["state"]] = entry["states"].get(record["state"], 0) + 1
             if record["state"] in (_core.FAILED, _core.SKIPPED, _core.NOT_NEEDED):
                 entry["reasons"][record["reason"]] = entry["reasons"].get(record["reason"], 0) + 1
-    return {"command": command, "returncode": returncode, "processes": processes, "patches": patches}
+    reports = {}
+    for process in processes:
+        for name, report in process.get("reports", {}).items():
+            entry = reports.setdefault(name, {"note": report["note"], "counts": {}, "first": {}})
+            for what, count in report["counts"].items():
+                entry["counts"][what] = entry["counts"].get(what, 0) + count
+                entry["first"].setdefault(what, report["first"].get(what))
+    return {"command": command, "returncode": returncode, "processes": processes, "patches": patches,
+            "reports": reports}
 
 
 def _decisive_state(states):
     return next(state for state in STATE_ORDER if state in states)
+
+
+def report_lines(done, indent="    "):
+    """A patch's report of what it did at calls, one line each, the most frequent first."""
+    return [f"{indent}{what} x{count}" + (f" (first at {done['first'][what]})" if done["first"].get(what) else "")
+            for what, count in sorted(done["counts"].items(), key=lambda item: -item[1])]
 
 
 def summary_lines(report):
@@ -104,6 +118,9 @@ def summary_lines(report):
         for name, entry in by_state.get(state, []):
             reasons = "; ".join(entry["reasons"])
             lines.append(f"  {state}: {name}: {reasons}")
+    for name, done in report.get("reports", {}).items():
+        lines.append(f"  {name}: {done['note']}; summed over the processes:")
+        lines += report_lines(done)
     waiting = [name for name, _ in by_state.get(_core.WAITING, [])]
     if waiting:
         lines.append(f"  not reached (their targets were never imported): {', '.join(waiting)}")

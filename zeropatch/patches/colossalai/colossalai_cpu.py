@@ -8,7 +8,8 @@ accelerator for a ``Stream`` and the optimizer synchronises and switches streams
 found for CPUAdamLoader on the current machine".
 
 Changes, only while the active accelerator is the CPU one: streams become no-op placeholders and
-``synchronize`` a no-op (CPU work is synchronous), the device assertion is passed (the dtype checks of
+``synchronize`` a no-op (CPU work is synchronous), the accelerator counts one device (fp16's ``DynamicGradScaler``
+asks), emptying its cache and resetting memory peaks do nothing, the device assertion is passed (the dtype checks of
 ``_sanity_checks`` still run), ``overlap_communication`` is forced off (there is no side stream to overlap
 on), ``CPUAdamLoader`` hands out ``TorchCpuAdam``, the kernel's arithmetic in plain torch (same
 constructor and ``step``), and on 0.4.3-0.4.6 ``get_param_grad`` gathers into a flat tensor (those releases
@@ -25,6 +26,7 @@ from zeropatch._core import Patch, Skip, installed_version, version_tuple
 from zeropatch.grads import gather_shards
 
 NO_STREAM_METHODS = ("Stream", "current_stream", "default_stream")
+NO_MEMORY_STATISTICS = ("empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated")
 # releases whose get_param_grad gathers into a (world, *shape) tensor, a form only NCCL accepts: [first, fixed)
 STACKED_GATHER_RELEASES = ((0, 4, 3), (0, 4, 7))
 OPTIMIZER_MODULE = "colossalai.zero.low_level.low_level_optim"
@@ -59,6 +61,10 @@ def _stream_context(self, stream):
 
 def _nothing(self, *args, **kwargs):
     return None
+
+
+def _one(self):
+    return 1
 
 
 class TorchCpuAdam:
@@ -121,6 +127,9 @@ def _low_level_zero_on_cpu(patcher, low_level_optim, get_accelerator, cpu_accele
     patcher.set(cpu_accelerator, "stream", _stream_context)
     patcher.set(cpu_accelerator, "set_stream", _nothing)
     patcher.set(cpu_accelerator, "synchronize", _nothing)
+    patcher.set(cpu_accelerator, "device_count", _one)
+    for method in NO_MEMORY_STATISTICS:
+        patcher.set(cpu_accelerator, method, _nothing)
 
     def init_without_overlap(wrapped, instance, args, kwargs):
         if on_cpu():
