@@ -2,13 +2,14 @@
 
 Patches and process groups are process-global, so every test that installs a patch or starts a group
 runs its body in a subprocess of its own. Every subprocess gets a private cache folder (XDG_CACHE_HOME,
-TORCH_EXTENSIONS_DIR) made for this test session, so nothing reads or writes the user's caches: a stale
+TORCH_EXTENSIONS_DIR) and temporary folder (TMPDIR) made for this test session and removed at its end, so nothing reads or writes the user's caches: a stale
 JIT lock left in ~/.cache by a killed run elsewhere can never stall a test, and two runs at once never
 share a build folder. A step that outlives its bound is killed with its whole process group and the test
 fails naming the step, with the last lines it printed.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT")
 STEP_SECONDS = 300  # the default bound of one subprocess step
-PRIVATE_CACHE = tempfile.mkdtemp(prefix="zeropatch-test-cache-")  # this test session's, removed by nothing shared
+SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-")  # this test session's files, removed when it ends
+PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing else
+TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")  # TMPDIR of every subprocess (and of this process)
+os.makedirs(TEMPORARY)
+tempfile.tempdir = TEMPORARY
+
+
+def pytest_sessionfinish(session):
+    shutil.rmtree(SESSION_FOLDER, ignore_errors=True)
 
 
 def clean_environment(**overrides):
@@ -30,7 +39,7 @@ def clean_environment(**overrides):
     env.update({
         "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
         "XDG_CACHE_HOME": PRIVATE_CACHE, "TORCH_EXTENSIONS_DIR": os.path.join(PRIVATE_CACHE, "torch_extensions"),
-        "HF_HUB_OFFLINE": "1", "HF_HOME": os.path.join(PRIVATE_CACHE, "huggingface"),
+        "HF_HUB_OFFLINE": "1", "HF_HOME": os.path.join(PRIVATE_CACHE, "huggingface"), "TMPDIR": TEMPORARY,
     })
     env.update({key: str(value) for key, value in overrides.items()})
     return env

@@ -95,8 +95,10 @@ CASES = {
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
     "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),
     "flash_attn_sdpa": (("torch",), ("flash_attn",), ATTENTION, False),
+    "cpu_rehearsal": (("torch", "accelerate", "transformers"), ("torch", "accelerate.state", "transformers.models.t5.modeling_t5"),
+                      "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
-OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa"}
+OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
             "timm_layers"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
@@ -239,6 +241,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_post_init", "t5_apex_norm"): ("transformers",),
     ("hf_post_init", "hf_frozen_params"): ("transformers",),
     ("hf_frozen_params", "transformers_use_auth_token"): ("transformers",),
+    ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
 }
 
 

@@ -49,6 +49,11 @@ def accelerate_lost_a_keyword():
         "sys.exit(0 if 'logging_dir' not in inspect.signature(Accelerator.__init__).parameters else 1)").returncode == 0
 
 
+def no_gpu():
+    """The rehearsal is for machines without a GPU; where CUDA is available it stays off (not-needed)."""
+    return run_python("import sys, torch; sys.exit(1 if torch.cuda.is_available() else 0)").returncode == 0
+
+
 def gloo_exit_forced():
     """gloo_exit's repro forces the exit race on torch 2.10-2.13 (swept). 2.15 has the same abort (seen in 12 of 60
     processes of a plain script) but keeps fire-and-forget collectives alive elsewhere: this trigger cannot force it."""
@@ -138,6 +143,8 @@ REPROS = {
                       "repro: Open-Sora's cross-attention trained 2 steps"),
     "flash_attn_sdpa": (("torch",), "all", "all,flash_attn_sdpa", {}, lambda: not installed("flash_attn"), None,
                         "repro: Open-Sora's flash-attention block and the varlen form trained"),
+    "cpu_rehearsal": (("torch",), None, "cpu_rehearsal", {}, no_gpu, None,
+                      "repro: the GPU script trained, saved and resumed"),
     "pandas_groupby_names": (("pandas", "pandarallel"), None, "all", {}, lambda: distribution_version("pandas") >= (3, 1), None,
                              "repro: pandarallel's parallel_apply equals apply"),
 }

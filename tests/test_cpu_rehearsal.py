@@ -1,0 +1,198 @@
+"""cpu_rehearsal: unmodified GPU training scripts (tests/gpu_scripts, written like the legacy ones) train, save and
+resume on two CPU ranks under `zeropatch run --cpu` and nothing else; what the script asks of "the GPU" lands on the
+CPU while the libraries are told the truth; the numerics are the script's; it stays off where CUDA is available."""
+
+import json
+import sys
+
+import pytest
+
+from conftest import ROOT, assert_ok, clean_environment, requires, run_command, run_python
+
+SCRIPTS = ROOT / "tests" / "gpu_scripts"
+REHEARSE = [sys.executable, "-m", "zeropatch", "run", "--cpu", "--"]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+REHEARSAL = clean_environment(ZEROPATCH="cpu_rehearsal")
+
+
+def rehearse(script, output, report, **env):
+    return run_command(REHEARSE + TORCHRUN + [str(SCRIPTS / script), str(output)],
+                       env=clean_environment(ZEROPATCH_REPORT=report, **env), step=f"{script} rehearsed on 2 ranks")
+
+
+def mapped(report):
+    return json.loads(report.read_text())["reports"]["cpu_rehearsal"]["counts"]
+
+
+@requires("colossalai", "transformers")
+def test_open_sora_style_colossalai_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path):
+    report = tmp_path / "report.json"
+    result = rehearse("train_colossalai.py", tmp_path, report)
+    assert_ok(result)
+    assert result.stdout.count("resumed, weights") == 2, result.stdout  # both ranks, in step (the script checks)
+    counts = mapped(report)
+    for what in ("torch.cuda.is_available", "backend 'nccl' -> 'gloo'", "torch.cuda.synchronize", "Tensor.cuda()",
+                 "linspace(device=cuda)", "torch.device(cuda)", "torch.load onto the CPU"):
+        assert counts.get(what), (what, counts)
+    assert "not its speed" in result.stderr, result.stderr[-2000:]  # the report says what a rehearsal proves
+
+
+@requires("torch")
+def test_dit_style_ddp_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path):
+    report = tmp_path / "report.json"
+    result = rehearse("train_ddp.py", tmp_path, report)
+    assert_ok(result)
+    assert result.stdout.count("resumed, loss") == 2, result.stdout
+    counts = mapped(report)
+    assert counts["Module.to(cuda)"] and counts["DistributedDataParallel(device_ids=...)"] == 4, counts
+    assert counts["autocast(cuda)"] == 6, counts  # 3 steps on each of 2 ranks
+
+
+@requires("accelerate", "deepspeed")
+@pytest.mark.parametrize("deepspeed", [True, False], ids=["deepspeed", "ddp"])
+def test_accelerate_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path, deepspeed):
+    report = tmp_path / "report.json"
+    launcher = {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "2"} if deepspeed else {}
+    result = rehearse("train_accelerate.py", tmp_path, report, **launcher)
+    assert_ok(result)
+    kind = "DEEPSPEED" if deepspeed else "MULTI_CPU"
+    assert f"resumed on 2 ranks (DistributedType.{kind})" in result.stdout, result.stdout  # gather saw 2 ranks
+    counts = mapped(report)
+    assert counts["Tensor.pin_memory()"] and counts["Tensor.cuda()"], counts
+
+
+@requires("accelerate")
+def test_without_the_rehearsal_accelerate_sees_one_rank_each_and_the_script_stops(tmp_path):
+    """The control: the same launch without --cpu stops at the GPU assertion, and accelerate without a GPU gives
+    each of two launched ranks a world of one (the rehearsal gives them one of two)."""
+    plain = run_command([sys.executable, "-m", "zeropatch", "run", "--"] + TORCHRUN +
+                        [str(SCRIPTS / "train_accelerate.py"), str(tmp_path)], env=clean_environment())
+    assert plain.returncode != 0 and "Training currently requires at least one GPU" in plain.stderr, plain.stderr[-2000:]
+    probe = tmp_path / "processes.py"
+    probe.write_text("from accelerate import PartialState\nprint('processes', PartialState().num_processes)\n")
+    for launch, processes in ((TORCHRUN, 1), (REHEARSE + TORCHRUN, 2)):
+        result = run_command(launch + [str(probe)], env=clean_environment())
+        assert_ok(result)
+        assert result.stdout.count(f"processes {processes}") == 2, result.stdout
+
+
+@requires("torch")
+def test_the_script_is_told_of_a_gpu_the_libraries_of_the_cpu():
+    assert_ok(run_python('''
+        import torch, torch.utils.data
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 1 and torch.cuda.current_device() == 0
+        library = {"__name__": "accelerate.utils.imports"}  # code of a library, which sets itself up from the machine
+        exec("answer = torch.cuda.is_available()", dict(library, torch=torch), scope := {})
+        assert scope["answer"] is False, scope
+        # every CUDA device the script names is the CPU
+        assert torch.device("cuda:1") == torch.device("cpu") and torch.device(0) == torch.device("cpu")
+        x = torch.arange(4.0)
+        for moved in (x.cuda(), x.to("cuda"), x.to(0), x.to(device="cuda:0"), x.to(torch.device("cuda"), torch.float64),
+                      torch.zeros(2, device="cuda"), x.new_ones(2, device=0), x.pin_memory()):
+            assert moved.device.type == "cpu", moved
+        assert x.to(torch.float64).dtype == torch.float64  # dtypes and CPU moves are untouched
+        model = torch.nn.Linear(2, 2)
+        weight = model.weight
+        assert model.to(0) is model and model.cuda() is model and model.weight is weight
+        with torch.autocast("cuda"):  # CUDA autocast's default dtype, on the CPU
+            assert model(torch.ones(1, 2)).dtype == torch.float16
+        scaler = torch.amp.GradScaler("cuda")
+        assert scaler.is_enabled()  # the scaler runs (on the CPU) instead of disabling itself
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(); torch.cuda.synchronize(); end.record()
+        assert start.elapsed_time(end) >= 0
+        state = torch.cuda.get_rng_state()
+        first = torch.rand(2, device="cuda")
+        torch.cuda.set_rng_state(state)
+        assert torch.equal(torch.rand(2, device="cuda"), first)  # the script's CUDA generator is the CPU's
+        torch.cuda.set_device(1)
+        assert torch.cuda.current_device() == 1
+        print("ok")
+    ''', env=REHEARSAL))
+
+
+@requires("torch")
+def test_load_puts_gpu_locations_on_the_cpu(tmp_path):
+    """A checkpoint whose storages say cuda:0 (written on a GPU machine; here the location tag is written by hand,
+    the one thing a CPU machine cannot produce) loads onto the CPU, with or without a map_location."""
+    assert_ok(run_python(f'''
+        import torch, torch.serialization as s
+        path = {str(tmp_path / "gpu.pt")!r}
+        original = s.location_tag
+        s.location_tag = lambda storage: "cuda:0"
+        torch.save({{"w": torch.arange(3.0)}}, path)
+        s.location_tag = original
+        try:
+            torch.load(path)
+            raise SystemExit("loaded a cuda:0 storage without the rehearsal")
+        except RuntimeError as error:
+            assert "CUDA" in str(error), error
+        import zeropatch
+        zeropatch.install("cpu_rehearsal")
+        for location in (None, "cuda", "cuda:1", 0, {{"cuda:0": "cuda:1"}}, torch.device("cuda")):
+            loaded = torch.load(path, map_location=location) if location is not None else torch.load(path)
+            assert torch.equal(loaded["w"], torch.arange(3.0)) and loaded["w"].device.type == "cpu"
+        print("ok")
+    ''', env=clean_environment()))
+
+
+@requires("transformers")
+def test_t5_norm_stands_in_for_apex_with_the_same_numerics_and_keys():
+    code = '''
+        import torch
+        from transformers import T5Config, T5EncoderModel
+        torch.manual_seed(0)
+        model = T5EncoderModel(T5Config(vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=4)).eval()
+        norm = model.encoder.final_layer_norm
+        out = model(torch.arange(6).reshape(1, 6)).last_hidden_state
+        print(type(norm).__name__, sorted(model.state_dict()) == sorted(model.state_dict()), out.sum().item(),
+              ",".join(sorted(model.state_dict())).count("layer_norm"))
+        if type(norm).__name__ == "FusedRMSNorm":
+            assert norm.normalized_shape == (16,) and norm.eps == norm.variance_epsilon
+    '''
+    plain = run_python(code, env=clean_environment(ZEROPATCH="0"))
+    rehearsed = run_python(code, env=REHEARSAL)
+    assert_ok(plain)
+    assert_ok(rehearsed)
+    assert plain.stdout.split()[0] == "T5LayerNorm" and rehearsed.stdout.split()[0] == "FusedRMSNorm", rehearsed.stdout
+    assert plain.stdout.split()[1:] == rehearsed.stdout.split()[1:]  # same keys, same output, bit for bit
+
+
+@requires("torch")
+def test_stays_off_where_cuda_is_available_unless_asked():
+    """A machine with a GPU is simulated (this one has none): the CUDA build's device count answers 1."""
+    code = '''
+        import torch
+        torch.version.cuda = torch.version.cuda or "12.8"
+        torch.cuda.device_count = lambda: 1
+        import zeropatch
+        zeropatch.install("cpu_rehearsal")
+        record = zeropatch.status("cpu_rehearsal")[0]
+        print(record.state, "|", record.reason)
+    '''
+    kept_off = run_python(code, env=clean_environment())
+    assert_ok(kept_off)
+    assert kept_off.stdout.startswith("not-needed | torch: CUDA is available here"), kept_off.stdout
+    asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
+    assert_ok(asked)
+    assert asked.stdout.startswith("applied"), asked.stdout
+
+
+@requires("torch")
+def test_it_is_opt_in_and_run_cpu_adds_it_with_colossalai_cpu():
+    assert_ok(run_python('''
+        import zeropatch
+        states = {record.name: record.state for record in zeropatch.status()}
+        assert states["cpu_rehearsal"] == "disabled" and states["colossalai_cpu"] == "disabled", states
+        import torch
+        assert not torch.cuda.is_available()
+        zeropatch.install("cpu_rehearsal")
+        states = {record.name: record.state for record in zeropatch.status()}
+        assert states["colossalai_cpu"] != "disabled", states  # brought by the rehearsal
+        print("ok")
+    ''', env=clean_environment(ZEROPATCH="1")))
+    result = run_command(REHEARSE + [sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
+                         env=clean_environment(ZEROPATCH="pg_deepcopy"))
+    assert_ok(result)
+    assert "applied: cpu_rehearsal (in 1), pg_deepcopy (in 1)" in result.stderr, result.stderr  # added to ZEROPATCH
+    assert "torch.cuda.is_available x1 (first at <string>:1)" in result.stderr, result.stderr
