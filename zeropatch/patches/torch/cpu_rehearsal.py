@@ -331,10 +331,18 @@ class _ScriptsGpu:
         self.index = self._index(device)
 
 
+def _asked_by_a_library():
+    """Whether the code calling the wrapped function (past wrapt's frames, if it has any) belongs to a library."""
+    frame = sys._getframe(2)
+    while _top_package(frame) == "wrapt" and frame.f_back is not None:
+        frame = frame.f_back
+    return _top_package(frame) in LIBRARIES
+
+
 def _answer_the_script(name, answer):
     """torch.cuda.<name> for the script: ``answer``; for torch and the libraries: the original."""
     def wrapper(wrapped, instance, args, kwargs):
-        if _top_package(sys._getframe(1)) in LIBRARIES:
+        if _asked_by_a_library():
             return wrapped(*args, **kwargs)
         _count(f"torch.cuda.{name}")
         return answer(*args, **kwargs)
