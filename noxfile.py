@@ -38,6 +38,7 @@ STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / s
 MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
+TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
 REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
@@ -61,7 +62,7 @@ def install_deepspeed(session, requirement, *pins):
 
 
 def install_cpu_targets(session, colossalai):
-    session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", "pytest", "pytest-timeout")
+    session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
     session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", *COLOSSALAI_IMPORT_NEEDS,
                     *STACKS[colossalai])
@@ -71,11 +72,12 @@ def install_cpu_targets(session, colossalai):
 
 def run_suite(session, required):
     session.run("zeropatch", "status")
-    session.run("pytest", *(session.posargs or ["tests"]), env={"ZEROPATCH_TEST_REQUIRE": required})
+    # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway)
+    session.run("pytest", *(session.posargs or ["-n", "2", "tests"]), env={"ZEROPATCH_TEST_REQUIRE": required})
 
 
 def install_today_targets(session):
-    session.install("torch", "torchvision", "wrapt", "packaging", "pytest", "pytest-timeout")
+    session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
                     "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)

@@ -69,7 +69,8 @@ def test_without_the_rehearsal_accelerate_sees_one_rank_each_and_the_script_stop
                         [str(SCRIPTS / "train_accelerate.py"), str(tmp_path)], env=clean_environment())
     assert plain.returncode != 0 and "Training currently requires at least one GPU" in plain.stderr, plain.stderr[-2000:]
     probe = tmp_path / "processes.py"
-    probe.write_text("from accelerate import PartialState\nprint('processes', PartialState().num_processes)\n")
+    probe.write_text("import os\nfrom accelerate import PartialState\n"  # one write per rank: lines do not interleave
+                     "os.write(1, f'processes {PartialState().num_processes}\\n'.encode())\n")
     for launch, processes in ((TORCHRUN, 1), (REHEARSE + TORCHRUN, 2)):
         result = run_command(launch + [str(probe)], env=clean_environment())
         assert_ok(result)
@@ -145,8 +146,7 @@ def test_t5_norm_stands_in_for_apex_with_the_same_numerics_and_keys():
         model = T5EncoderModel(T5Config(vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=4)).eval()
         norm = model.encoder.final_layer_norm
         out = model(torch.arange(6).reshape(1, 6)).last_hidden_state
-        print(type(norm).__name__, sorted(model.state_dict()) == sorted(model.state_dict()), out.sum().item(),
-              ",".join(sorted(model.state_dict())).count("layer_norm"))
+        print(type(norm).__name__, ",".join(sorted(model.state_dict())), out.sum().item())
         if type(norm).__name__ == "FusedRMSNorm":
             assert norm.normalized_shape == (16,) and norm.eps == norm.variance_epsilon
     '''
@@ -154,8 +154,9 @@ def test_t5_norm_stands_in_for_apex_with_the_same_numerics_and_keys():
     rehearsed = run_python(code, env=REHEARSAL)
     assert_ok(plain)
     assert_ok(rehearsed)
-    assert plain.stdout.split()[0] == "T5LayerNorm" and rehearsed.stdout.split()[0] == "FusedRMSNorm", rehearsed.stdout
-    assert plain.stdout.split()[1:] == rehearsed.stdout.split()[1:]  # same keys, same output, bit for bit
+    plain, rehearsed = (result.stdout.splitlines()[-1].split() for result in (plain, rehearsed))  # past library logs
+    assert plain[0] == "T5LayerNorm" and rehearsed[0] == "FusedRMSNorm", rehearsed
+    assert plain[1:] == rehearsed[1:]  # same keys, same output, bit for bit
 
 
 @requires("torch")

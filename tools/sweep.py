@@ -43,7 +43,7 @@ def constraints():
 
 
 def colossalai(release):
-    return [(["--no-deps", "--force-reinstall", f"colossalai=={release}"], {})]
+    return [(["install", "--no-deps", "--force-reinstall", f"colossalai=={release}"], {})]
 
 
 def deepspeed(releases):
@@ -51,26 +51,31 @@ def deepspeed(releases):
     deepspeed_release, accelerate_release, transformers_release = releases
     steps = []
     if installed("deepspeed") != deepspeed_release:  # its CPU communication op compiled at install, once per release
-        steps.append((["--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps",
+        steps.append((["install", "--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps",
                        f"deepspeed=={deepspeed_release}"], DEEPSPEED_AOT))
-    steps.append(([*constraints(), f"deepspeed=={deepspeed_release}", f"accelerate=={accelerate_release}",
+    steps.append((["install", *constraints(), f"deepspeed=={deepspeed_release}", f"accelerate=={accelerate_release}",
                    f"transformers=={transformers_release}"], {}))
     return steps
 
 
 def pinned(distribution):
     """One release of a pure-Python target, with the dependencies that release asks for (torch held by constraints)."""
-    return lambda release: [([*constraints(), f"{distribution}=={release}"], {})]
+    return lambda release: [(["install", *constraints(), f"{distribution}=={release}"], {})]
 
 
 def unconstrained(distribution):
     """One release of a target whose environment holds the registry's torch builds (no CPU-build pin)."""
-    return lambda release: [([f"{distribution}=={release}"], {})]
+    return lambda release: [(["install", f"{distribution}=={release}"], {})]
 
 
 def torchvision(pair):
+    """A torch / torchvision pair of the registry's builds, after the CUDA libraries of the release before are removed
+    (pip keeps a CUDA 12 NCCL beside a CUDA 13 torch, which then does not load: "undefined symbol: ncclCommResume")."""
     torch_release, torchvision_release = pair
-    return [([f"torch=={torch_release}", f"torchvision=={torchvision_release}"], {})]
+    cuda_libraries = sorted({found.metadata["Name"] for found in importlib.metadata.distributions()
+                             if found.metadata["Name"].lower().startswith("nvidia-")})
+    steps = [(["uninstall", "-y", *cuda_libraries], {})] if cuda_libraries else []
+    return steps + [(["install", f"torch=={torch_release}", f"torchvision=={torchvision_release}"], {})]
 
 
 # stack: (how to install one release, the releases, a probe that the target imports, the patches whose repros run,
@@ -195,7 +200,7 @@ def sweep_release(stack, release):
     install, _, probe, patches, tests_to_run = STACKS[stack]
     row = {"release": release, "patches": {}}
     for arguments, env in install(release):
-        code, output = run([sys.executable, "-m", "pip", "install", "-q", *arguments], INSTALL_SECONDS, env)
+        code, output = run([sys.executable, "-m", "pip", *arguments, "-q"], INSTALL_SECONDS, env)
         if code != 0:
             row["patches"] = {patch: {"outcome": "cannot install", "detail": last_line(output)} for patch in patches}
             return row

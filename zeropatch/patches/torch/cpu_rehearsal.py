@@ -39,10 +39,10 @@ LIBRARIES = frozenset((
 ACCELERATE_STATE = "accelerate.state"
 T5_MODULE = "transformers.models.t5.modeling_t5"
 
+# the packages whose frames lie between the code that asked for CUDA and the mapping
+PLUMBING = ("zeropatch", "torch", "wrapt", "typing_extensions", "warnings", "functools", "contextlib")
+
 _mapped = {}  # what was mapped -> [count, where it was first asked for]
-
-
-PLUMBING = ("zeropatch", "torch", "wrapt", "typing_extensions", "warnings", "functools", "contextlib")  # frames between the code that asked and the mapping
 
 
 def _top_package(frame):
@@ -65,7 +65,6 @@ def report():
     """What the rehearsal mapped in this process: how often, and where each was first asked for."""
     return {"note": NOTE, "counts": {what: count for what, (count, _) in _mapped.items()},
             "first": {what: site for what, (_, site) in _mapped.items()}}
-
 
 
 def _is_cuda(device):
@@ -356,8 +355,8 @@ def _cuda_really_available(torch):
 
 def _on_torch(patcher, torch):
     if os.environ.get(ENV_REHEARSAL_ON_GPU, "").strip() not in ("1", "true", "yes") and _cuda_really_available(torch):
-        raise NotNeeded(f"CUDA is available here: the rehearsal stays off (`zeropatch run --cpu`, or {ENV_REHEARSAL_ON_GPU}=1, "
-                        "rehearses on the CPU anyway)")
+        raise NotNeeded("CUDA is available here: the rehearsal stays off (`zeropatch run --cpu`, or "
+                        f"{ENV_REHEARSAL_ON_GPU}=1, rehearses on the CPU anyway)")
     import wrapt
 
     from torch.amp import autocast_mode, grad_scaler
@@ -479,7 +478,7 @@ PATCH = Patch(
     summary="rehearse a GPU training script on the CPU: CUDA asked for lands on the CPU, nccl becomes gloo, accelerate "
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
-    affected="every release, on a machine without a GPU",
+    affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
     targets=("torch", ACCELERATE_STATE, T5_MODULE),
     apply=apply,
     default=False,
