@@ -197,3 +197,10 @@ def test_it_is_opt_in_and_run_cpu_adds_it_with_colossalai_cpu():
     assert_ok(result)
     assert "applied: cpu_rehearsal (in 1), pg_deepcopy (in 1)" in result.stderr, result.stderr  # added to ZEROPATCH
     assert "torch.cuda.is_available x1 (first at <string>:1)" in result.stderr, result.stderr
+
+
+def test_explain_names_the_rehearsal_for_a_gpu_only_script():
+    result = run_command([sys.executable, "-m", "zeropatch", "explain",
+                          "AssertionError: Training currently requires at least one GPU."], env=clean_environment())
+    assert_ok(result)
+    assert result.stdout.startswith("cpu_rehearsal:") and "zeropatch run --cpu --" in result.stdout, result.stdout

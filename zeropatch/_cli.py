@@ -57,6 +57,8 @@ def cmd_status(args):
 
 
 def how_to_turn_on(patch):
+    if patch.name == REHEARSAL:
+        return ["rehearse the job on this machine's CPU: `zeropatch run --cpu -- torchrun ... train.py ...`"]
     selection = "1" if patch.default else f"all,{patch.name}"
     if patch.default:
         first = "add `import zeropatch` at the top of the script (a default patch), or"
