@@ -92,6 +92,9 @@ def test_the_script_is_told_of_a_gpu_the_libraries_of_the_cpu():
                       torch.zeros(2, device="cuda"), x.new_ones(2, device=0), x.pin_memory()):
             assert moved.device.type == "cpu", moved
         assert x.to(torch.float64).dtype == torch.float64  # dtypes and CPU moves are untouched
+        from concurrent.futures import ThreadPoolExecutor  # a collate pool pins in its own threads (SimpleTuner)
+        with ThreadPoolExecutor(2) as pool:
+            assert all(pinned is x for pinned in pool.map(lambda _: x.pin_memory(), range(4)))
         model = torch.nn.Linear(2, 2)
         weight = model.weight
         assert model.to(0) is model and model.cuda() is model and model.weight is weight

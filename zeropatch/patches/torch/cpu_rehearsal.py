@@ -11,7 +11,7 @@ Changes, in one rule: the script is told it has one GPU per local rank; the libr
 from what the machine has, are told the truth (a CPU); everything asked of "the GPU" lands on the CPU.
 - A torch function mode (the mechanism of ``torch.set_default_device``) maps, in the main thread, every CUDA
   device the program names (``torch.device("cuda:1")``, ``device="cuda"`` of any factory, ``Tensor.to("cuda")``,
-  ``.to(0)``, ``.cuda()``) to the CPU, and makes ``pin_memory()`` keep the tensor where it is. ``Module.to(0)``,
+  ``.to(0)``, ``.cuda()``) to the CPU; ``pin_memory()`` keeps the tensor where it is (in every thread). ``Module.to(0)``,
   ``torch.load``'s ``map_location`` and the restore of GPU-saved storages, ``torch.autocast("cuda")`` /
   ``GradScaler("cuda")`` (to their CPU forms, the same dtype) and DDP's ``device_ids`` follow the same rule.
 - ``torch.cuda``'s queries answer the script's own code (not torch's or a library's) as one GPU per local rank;
@@ -46,7 +46,11 @@ _mapped = {}  # what was mapped -> [count, where it was first asked for]
 
 
 def _top_package(frame):
-    return frame.f_globals.get("__name__", "").split(".")[0]
+    """The top-level package of the code running in ``frame`` (a module run with ``python -m`` by its real name)."""
+    name = frame.f_globals.get("__name__", "")
+    if name == "__main__":
+        name = getattr(frame.f_globals.get("__spec__"), "name", name)
+    return name.split(".")[0]
 
 
 def _count(what):
@@ -91,7 +95,7 @@ def _device_mode(torch):
     moves = {tensor.to: "Tensor.to(cuda)", tensor.cuda: "Tensor.cuda()", torch.device: "torch.device(cuda)"}
 
     class CudaOnCpu(TorchFunctionMode):
-        """Every CUDA device named in the main thread is the CPU; pinning keeps a tensor where it is."""
+        """Every CUDA device named in the main thread is the CPU."""
 
         active = True
 
@@ -115,12 +119,19 @@ def _device_mode(torch):
                 if func is tensor.to and any(_is_cuda_or_index(arg) for arg in args[1:2]):
                     _count(what)
                     args = (args[0], "cpu", *args[2:])
-            elif func is tensor.pin_memory:
-                _count("Tensor.pin_memory()")
-                return args[0]
             return func(*args, **(kwargs or {}))
 
     return CudaOnCpu()
+
+
+def _pinned_where_it_is(wrapped, instance, args, kwargs):
+    _count("Tensor.pin_memory()")
+    return instance
+
+
+def _module_cuda(wrapped, instance, args, kwargs):
+    _count("Module.cuda()")
+    return instance.to("cpu")
 
 
 def _module_to(wrapped, instance, args, kwargs):
@@ -370,6 +381,8 @@ def _on_torch(patcher, torch):
         else:
             patcher.set(torch.cuda, name, wrapt.FunctionWrapper(original, _answer_the_script(name, answer)))
     patcher.wrap(torch.nn.Module, "to", _module_to)
+    patcher.wrap(torch.nn.Module, "cuda", _module_cuda)
+    patcher.wrap(torch.Tensor, "pin_memory", _pinned_where_it_is)  # in every thread (collate pools pin too)
     loader = patcher.wrap(torch.serialization, "load", _load_on_cpu)
     patcher.set(torch, "load", loader)
     patcher.wrap(autocast_mode.autocast, "__init__", _autocast_on_cpu(torch))

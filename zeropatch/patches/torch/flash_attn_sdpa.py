@@ -48,5 +48,9 @@ PATCH = Patch(
     errors=(r"No module named 'flash_attn'",),
     unfixable=((r"flash_attn_2_cuda.*undefined symbol",
                 "flash-attn was built for another torch: `pip uninstall flash-attn`, then turn on flash_attn_sdpa "
-                "(ZEROPATCH=all,flash_attn_sdpa or zeropatch run --patches all,flash_attn_sdpa)"),),
+                "(ZEROPATCH=all,flash_attn_sdpa or zeropatch run --patches all,flash_attn_sdpa)"),
+               (r"module 'flash_attn.flash_attn_interface' has no attribute 'flash_attn_(gpu|cuda)'",
+                "an installed xformers found flash_attn_sdpa's flash_attn and looks for flash-attn's CUDA bindings, which "
+                "an SDPA stand-in cannot give: leave flash_attn_sdpa off where xformers is installed (xformers' own "
+                "attention falls back to SDPA through xformers_fallback), or install flash-attn")),
 )
