@@ -25,9 +25,8 @@ ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZE
 STEP_SECONDS = 300  # the default bound of one subprocess step
 SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-")  # this test session's files, removed when it ends
 PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing else
-TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")  # TMPDIR of every subprocess (and of this process)
-os.makedirs(TEMPORARY)
-tempfile.tempdir = TEMPORARY
+TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")  # TMPDIR of every subprocess (pytest's own tmp_path stays short:
+os.makedirs(TEMPORARY)                            # sockets are made under it, and AF_UNIX paths are short)
 
 
 def pytest_sessionfinish(session):
@@ -91,7 +90,7 @@ def start_ranks(code, world_size, env=None, cwd=None):
     """Start ``code`` as ``world_size`` gloo ranks on 127.0.0.1 (torchrun's variables; rank 0 hosts the store on a
     port the kernel picks, see RENDEZVOUS_PRELUDE); returns the processes, one per rank."""
     base = env if env is not None else clean_environment()
-    rendezvous = tempfile.mkdtemp(prefix="zeropatch-rendezvous-")
+    rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=TEMPORARY)
     code = textwrap.dedent(code)
     processes = []
     for rank in range(world_size):

@@ -5,15 +5,18 @@ main job, `nox -s example`) also shows each breakage without its patch."""
 import glob
 import os
 import sys
+import tempfile
+from pathlib import Path
 
-from conftest import ROOT, assert_ok, clean_environment, requires, run_command
+from conftest import ROOT, TEMPORARY, assert_ok, clean_environment, requires, run_command
 
 pytestmark = requires("torch", "torchvision", "av", "colossalai", "deepspeed", "accelerate", "transformers", "pandarallel")
 
 
-def test_the_2024_script_runs_unmodified_on_two_ranks_and_cleans_up(tmp_path):
-    private_tmp = tmp_path / "tmp"   # its own TMPDIR: what it leaves behind is its own, whatever runs beside it
-    private_tmp.mkdir()
+def test_the_2024_script_runs_unmodified_on_two_ranks_and_cleans_up():
+    # its own TMPDIR: what it leaves behind is its own, whatever runs beside it; a short path, since pandarallel's
+    # manager makes a socket under it (AF_UNIX paths end at 107 bytes; pytest's tmp_path under xdist is too deep)
+    private_tmp = Path(tempfile.mkdtemp(prefix="example-", dir=TEMPORARY))
     result = run_command([sys.executable, "-m", "zeropatch", "run", "--patches", "all,colossalai_cpu", "--",
                           sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                           ROOT / "examples" / "legacy_train.py"], env=clean_environment(TMPDIR=private_tmp))
