@@ -23,6 +23,7 @@ import sys
 import types
 
 from zeropatch._core import Patch, Skip, installed_version, version_tuple
+from zeropatch._cpu_streams import CpuStream
 from zeropatch.grads import gather_shards
 
 NO_STREAM_METHODS = ("Stream", "current_stream", "default_stream")
@@ -31,19 +32,6 @@ NO_MEMORY_STATISTICS = ("empty_cache", "reset_peak_memory_stats", "reset_max_mem
 STACKED_GATHER_RELEASES = ((0, 4, 3), (0, 4, 7))
 OPTIMIZER_MODULE = "colossalai.zero.low_level.low_level_optim"
 KERNEL_LOADER_MODULE = "colossalai.kernel.kernel_loader"
-
-
-class CpuStream:
-    """Stands for an accelerator stream on CPU, where every operation is already ordered."""
-
-    def wait_stream(self, stream):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def query(self):
-        return True
 
 
 CPU_STREAM = CpuStream()

@@ -25,9 +25,9 @@ at exit what it mapped. A rehearsal proves the script runs end to end, not its s
 
 import os
 import sys
-import time
 
 from zeropatch._core import ENV_REHEARSAL_ON_GPU, ENV_RUN_DIR, NotNeeded, Patch, Skip
+from zeropatch._cpu_streams import CpuEvent, CpuStream
 
 NOTE = ("a CPU rehearsal proves the script runs end to end (set-up, training steps, saving, resuming), not its speed, "
         "memory use, GPU kernels or NCCL")
@@ -72,11 +72,10 @@ def report():
 
 
 def _is_cuda(device):
-    import torch
-
-    if isinstance(device, torch.device):
-        return device.type == "cuda"
-    return isinstance(device, str) and device.split(":")[0].strip() == "cuda"
+    """A CUDA device: a string, or a ``torch.device`` (read by its type: no import on this hot path)."""
+    if isinstance(device, str):
+        return device.split(":")[0].strip() == "cuda"
+    return getattr(device, "type", None) == "cuda"
 
 
 def _is_cuda_or_index(device):
@@ -219,58 +218,6 @@ def _gloo_for_nccl(first_positional):
 
 # --------------------------------------------------------------------------------------------
 # torch.cuda as the script sees it
-
-
-class CpuEvent:
-    """``torch.cuda.Event`` on the CPU: recording takes the time (work on the CPU is done when it returns)."""
-
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self.recorded_at = None
-
-    def record(self, stream=None):
-        self.recorded_at = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def wait(self, stream=None):
-        pass
-
-    def query(self):
-        return True
-
-    def elapsed_time(self, end_event):
-        return (end_event.recorded_at - self.recorded_at) * 1000.0
-
-
-class CpuStream:
-    """``torch.cuda.Stream`` on the CPU, where every operation is already ordered."""
-
-    def __init__(self, device=None, priority=0, **kwargs):
-        self.device = device
-
-    def wait_stream(self, stream):
-        pass
-
-    def wait_event(self, event):
-        pass
-
-    def record_event(self, event=None):
-        event = event or CpuEvent()
-        event.record()
-        return event
-
-    def synchronize(self):
-        pass
-
-    def query(self):
-        return True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 class _CpuDeviceProperties:
