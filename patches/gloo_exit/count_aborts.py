@@ -9,11 +9,12 @@ a gradient read, as in the test suite. Each run starts two fresh processes; an a
 """
 
 import argparse
-import datetime
 import os
 import subprocess
 import sys
 import tempfile
+
+from repro import run_two_ranks  # this folder's repro: the same two-rank launcher
 
 ALLREDUCE = '''
 import torch, torch.distributed as dist
@@ -46,24 +47,10 @@ def bootstrap():
 
 
 def run_job(script, env):
-    """Two ranks of ``script`` around a store this process hosts (port chosen by the kernel); returns, per rank, the
-    exit code, whether it printed the abort, and its stderr."""
-    from torch.distributed import TCPStore
-
-    store = TCPStore("127.0.0.1", 0, 2, True, datetime.timedelta(seconds=60), wait_for_workers=False)
-    processes = []
-    for rank in range(2):
-        rank_env = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True",
-                        OMP_NUM_THREADS="1")
-        processes.append(subprocess.Popen([sys.executable, script], env=rank_env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, text=True))
-    results = []
-    for process in processes:
-        _, err = process.communicate(timeout=300)
-        results.append((process.returncode, ABORT in err, err))
-    del store
-    return results
+    """Two ranks of ``script``; returns, per rank, the exit code, whether it printed the abort, and its stderr."""
+    return [(code, ABORT in err, err)
+            for code, err in run_two_ranks(script, dict(env, OMP_NUM_THREADS="1"), timeout=300,
+                                           stdout=subprocess.DEVNULL)]
 
 
 def main():

@@ -20,6 +20,7 @@ import time
 
 JOBS = 3
 
+
 def rank_main():
     import torch
     import torch.distributed as dist
@@ -40,9 +41,9 @@ def rank_main():
         pass
 
 
-def run_two_rank_job():
-    """Start this script as rank 0 and rank 1 and return the ranks that exited with an error, printing how. The
-    launcher hosts the job's store on a port the kernel picks, and both ranks join it, as under torchrun."""
+def run_two_ranks(script, env, timeout, stdout=None):
+    """Run ``script`` as rank 0 and rank 1 of one job and return each rank's (exit code, stderr). This process hosts
+    the job's store on a port the kernel picks, and both ranks join it, as under torchrun."""
     import datetime
 
     from torch.distributed import TCPStore
@@ -50,15 +51,21 @@ def run_two_rank_job():
     store = TCPStore("127.0.0.1", 0, 2, True, datetime.timedelta(seconds=60), wait_for_workers=False)
     ranks = []
     for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True")
-        ranks.append(subprocess.Popen([sys.executable, __file__], env=env, stderr=subprocess.PIPE, text=True))
+        rank_env = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port), TORCHELASTIC_USE_AGENT_STORE="True")
+        ranks.append(subprocess.Popen([sys.executable, script], env=rank_env, stdout=stdout, stderr=subprocess.PIPE,
+                                      text=True))
+    errors = [process.communicate(timeout=timeout)[1] for process in ranks]
+    return [(process.returncode, err) for process, err in zip(ranks, errors)]
+
+
+def run_two_rank_job():
+    """Run this script as a two-rank job; return the ranks that exited with an error, printing how."""
     failed = []
-    for rank, process in enumerate(ranks):
-        _, err = process.communicate(timeout=120)
-        if process.returncode != 0:
+    for rank, (returncode, err) in enumerate(run_two_ranks(__file__, os.environ, timeout=120)):
+        if returncode != 0:
             failed.append(rank)
-            print(f"rank {rank} exited {process.returncode}:\n{err.strip()}", file=sys.stderr)
+            print(f"rank {rank} exited {returncode}:\n{err.strip()}", file=sys.stderr)
     return failed
 
 
