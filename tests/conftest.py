@@ -25,8 +25,10 @@ ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZE
 STEP_SECONDS = 300  # the default bound of one subprocess step
 SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-")  # this test session's files, removed when it ends
 PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing else
-TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")  # TMPDIR of every subprocess (pytest's own tmp_path stays short:
-os.makedirs(TEMPORARY)                            # sockets are made under it, and AF_UNIX paths are short)
+# TMPDIR of every subprocess; pytest's own tmp_path is left where pytest puts it, since tests make sockets under it
+# and AF_UNIX paths are short
+TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")
+os.makedirs(TEMPORARY)
 
 
 def pytest_sessionfinish(session):
