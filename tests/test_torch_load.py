@@ -171,20 +171,20 @@ def test_security_md_lists_every_admitted_global_and_why():
     assert all(f"| `{name}` | {why} |" in security for name, why in ALLOWED.items())
 
 
-def test_a_strict_load_in_another_thread_never_sees_the_admitted_list():
-    """The admitting load stays inside torch.load (its file blocks on read) until the strict load in another thread
-    has finished, or for 3 s: without the lock the strict load would run while the list is admitted, and load."""
+def test_a_strict_load_in_another_thread_never_sees_the_admitted_list_nor_waits():
+    """The admitting load stays inside torch.load (its file blocks on read) while a strict load runs in another
+    thread: the list is this thread's only, so the strict load refuses at once, without waiting for the other."""
     assert_ok(run_python(SAVE_LEGACY + '''
 import pickle, threading, zeropatch
 data = open(path, "rb").read()
 reading, strict_done = threading.Event(), threading.Event()
+outcome = {}
 class SlowFile(io.BytesIO):
     def read(self, *args):
         if not reading.is_set():
             reading.set()
-            strict_done.wait(3)
+            outcome["strict finished meanwhile"] = strict_done.wait(30)
         return super().read(*args)
-outcome = {}
 def admitting():
     outcome["admitting"] = torch.load(SlowFile(data))["args"] == legacy["args"]
 def strict():
@@ -200,6 +200,96 @@ for thread in threads:
     thread.start()
 for thread in threads:
     thread.join(60)
-assert outcome == {"admitting": True, "strict": "refused"}, outcome
+assert outcome == {"admitting": True, "strict": "refused", "strict finished meanwhile": True}, outcome
 print("ok")
 '''))
+
+
+# A program that registered a resolver (a Hydra idiom: one that evaluates expressions), and files that hand an
+# omegaconf config holding it, or ${oc.env:...}, to an admitted callable while loading.
+RESOLVING = '''
+import argparse, collections, io, os, pickle, sys, torch, numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
+calls = []
+OmegaConf.register_new_resolver("spy", lambda text: calls.append(text) or text)
+os.environ["ZEROPATCH_TEST_SECRET"] = "s3cret"
+mapping = OmegaConf.create({0: "${spy:int-key}", "dtype": "${spy:attribute}", "a": "${spy:item}", "b": "${oc.env:ZEROPATCH_TEST_SECRET}"})
+sequence = OmegaConf.create(["${spy:element}", "${oc.env:ZEROPATCH_TEST_SECRET}"])
+class Calls:
+    def __init__(self, function, args, state=None):
+        self.reduced = (function, args) if state is None else (function, args, state)
+    def __reduce__(self):
+        return self.reduced
+def dumped(payload):
+    buffer = io.BytesIO()
+    torch.save({"weights": torch.ones(1), "extra": payload}, buffer)
+    return buffer.getvalue()
+def outcome(data, **kwargs):
+    try:
+        loaded = torch.load(io.BytesIO(data), **kwargs)
+    except pickle.UnpicklingError as error:
+        return "refused"
+    return "loaded " + repr(loaded["extra"])[:60]
+'''
+
+
+@requires("omegaconf")
+def test_a_config_handed_to_an_admitted_callable_is_never_resolved_during_the_load():
+    """The crafted file of issue #29 (``dict`` called on a DictConfig: every interpolation resolved during
+    torch.load), then every admitted callable, ours and torch's own, handed a DictConfig and a ListConfig in each
+    argument position: the program's resolver never runs and the environment is never read, with or without
+    zeropatch; each such file is refused."""
+    code = RESOLVING + '''
+import importlib
+from zeropatch.patches.torch.torch_load import ALLOWED, DTYPE_CLASSES
+callables = {}
+for name in ALLOWED:
+    if name != DTYPE_CLASSES:
+        module, _, attr = name.rpartition(".")
+        try:
+            callables[name] = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):  # the other numpy spelling, or deepspeed where it is not installed
+            pass
+callables.update({f"numpy.dtypes.{cls.__name__}": cls for cls in {type(np.dtype(c)) for c in np.typecodes["All"]}})
+callables.update({"collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
+                  "builtins.set": set, "builtins.bytearray": bytearray, "builtins.complex": complex,
+                  "torch.Size": torch.Size, "torch.device": torch.device})
+crafted = dumped(Calls(dict, (mapping,)))
+results = {"crafted": outcome(crafted)}
+for name, function in callables.items():
+    for config in (mapping, sequence):
+        for args in ((config,), (config, config), (1, config), (config, 1, 1), (np.ndarray, (1,), config)):
+            results[f"{name}{tuple(type(a).__name__ for a in args)}"] = outcome(dumped(Calls(function, args)))
+results["Namespace state"] = outcome(dumped(Calls(argparse.Namespace, (), mapping)))
+assert not calls, f"a resolver ran during a load: {calls}"
+assert all(result == "refused" for result in results.values()), {k: v for k, v in results.items() if v != "refused"}
+print("ok", len(results), "files")
+'''
+    from conftest import clean_environment
+
+    for zeropatch in ("1", "0"):
+        result = run_python(code, env=clean_environment(ZEROPATCH=zeropatch))
+        assert_ok(result)
+        assert result.stdout.splitlines()[-1].startswith("ok"), result.stdout
+
+
+@requires("omegaconf")
+def test_a_config_that_calls_a_resolver_when_read_is_refused_one_that_refers_to_keys_loads():
+    assert_ok(run_python(RESOLVING + '''
+import zeropatch
+for config in (mapping, sequence, OmegaConf.create({"nested": {"x": ["${oc.env:HOME}"]}})):
+    try:
+        torch.load(io.BytesIO(dumped(config)))
+    except pickle.UnpicklingError as error:
+        assert "calls a resolver" in str(error), error
+    else:
+        raise AssertionError("a config that calls a resolver when read loaded")
+referring = OmegaConf.create({"dim": 8, "model": {"width": "${dim}", "name": "net-${dim}"}, "escaped": "\\${spy:x}"})
+loaded = torch.load(io.BytesIO(dumped(referring)))["extra"]
+assert isinstance(loaded, DictConfig) and loaded.model.width == 8 and loaded.model.name == "net-8"
+assert loaded.escaped == "${spy:x}" and OmegaConf.to_container(loaded, resolve=True) == OmegaConf.to_container(referring, resolve=True)
+assert loaded.model._get_parent() is loaded
+assert not calls, calls
+print("ok")
+'''))
+

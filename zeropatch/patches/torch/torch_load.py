@@ -7,18 +7,23 @@ state and scalars, omegaconf configs, DeepSpeed's ``LossScaler`` / ``ZeroStageEn
 then dies with "Weights only load failed ... Unsupported global: GLOBAL argparse.Namespace".
 
 Changes: a ``torch.load`` whose caller did not choose ``weights_only`` (and passed no ``pickle_module``) still loads
-weights-only, with a curated list of data-only classes admitted for that one call (``ALLOWED``; each entry and why
-it is safe is in SECURITY.md). The check is never turned off: any other global, and every callable that could run
-code (``os.system``, ``eval``, ...), is refused exactly as before, with a note saying what to do. An explicit
-``weights_only=True``, a ``pickle_module``, and torch's own ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` /
-``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` keep torch's behaviour untouched; full unpickling stays torch's explicit
-opt-in, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``. Nothing is imported to build the list: a listed class whose module is
-not imported yet is imported only when the checkpoint names it (the load is then read once more).
+weights-only, with a curated list of data-only classes admitted for that one call, in that thread only (``ALLOWED``;
+each entry and why it is safe is in SECURITY.md): other threads' loads, an explicit ``weights_only=True`` among them,
+see torch's list alone and never wait. The check is never turned off: any other global, and every callable that
+could run code (``os.system``, ``eval``, ...), is refused exactly as before, with a note saying what to do.
+omegaconf's containers, which resolve interpolations (running resolvers, reading the environment) when read, exist
+only as sealed shells while the load runs, so no admitted callable can read them; afterwards they become the real
+containers, and one holding an interpolation that calls a resolver is refused. An explicit ``weights_only=True``, a
+``pickle_module``, and torch's own ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` / ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` keep
+torch's behaviour untouched; full unpickling stays torch's explicit opt-in, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``.
+Nothing is imported to build the list: a listed class whose module is not imported yet is imported only when the
+checkpoint names it (the load is then read once more).
 """
 
-import _thread
+import abc
 import os
 import sys
+import threading
 
 from zeropatch._core import NotNeeded, Patch, Skip
 
@@ -37,8 +42,11 @@ ALLOWED = {
     "numpy.dtype": "a dtype from its type code ('<u4', ...)",
     DTYPE_CLASSES: "the classes of numpy's dtypes (numpy.dtypes.UInt32DType, ...): a dtype's __setstate__ restores only "
     "its byte order, field layout and flags",
-    "omegaconf.dictconfig.DictConfig": "a config mapping: its __setstate__ only restores its node dictionary and metadata",
-    "omegaconf.listconfig.ListConfig": "a config list: its __setstate__ only restores its node list and metadata",
+    "omegaconf.dictconfig.DictConfig": "a config mapping, sealed while the load runs (it has no keys, items or "
+    "attributes then, so nothing can resolve it), then restored by its own __setstate__ (its node dictionary and "
+    "metadata); refused if an interpolation in it calls a resolver",
+    "omegaconf.listconfig.ListConfig": "a config list, sealed while the load runs like DictConfig, then restored by "
+    "its own __setstate__ (its node list and metadata); refused if an interpolation in it calls a resolver",
     "omegaconf.base.ContainerMetadata": "a dataclass of the container's key/element types and flags",
     "omegaconf.base.Metadata": "a dataclass of a node's type and flags",
     "omegaconf.nodes.AnyNode": "a config leaf holding one already-admitted value",
@@ -48,8 +56,9 @@ ALLOWED = {
     "omegaconf.nodes.BooleanNode": "a config leaf holding a bool",
     "typing.Any": "a type marker (omegaconf's element type), never called",
     "collections.defaultdict": "a dict whose default factory can itself only be an admitted global",
-    "builtins.dict": "the dict type (omegaconf's defaultdict factory and element types)",
-    "builtins.list": "the list type",
+    "builtins.dict": "the dict type (omegaconf's defaultdict factory and element types); called by a file, it can "
+    "only copy admitted data (an omegaconf config is sealed then)",
+    "builtins.list": "the list type; called by a file, it can only copy admitted data",
     "builtins.int": "the int type (element types; int('3') parses a number)",
     "builtins.float": "the float type",
     "builtins.str": "the str type",
@@ -60,7 +69,61 @@ ALLOWED = {
 }
 TRUE_WORDS = ("1", "y", "yes", "true")  # how torch reads its TORCH_FORCE_* variables
 UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
-_ONE_LOAD_AT_A_TIME = _thread.RLock()  # the admitted list is process-global while a load runs: no other thread sees it
+# omegaconf containers resolve interpolations (running resolvers, reading the environment) when they are read: while a
+# load runs they exist only as sealed shells (_Sealed), which nothing the file calls can read
+CONTAINERS = ("omegaconf.dictconfig.DictConfig", "omegaconf.listconfig.ListConfig")
+_THIS_THREAD = threading.local()  # .load: the _Load of the admitting torch.load running in this thread, if any
+
+
+class _Load:
+    """One admitting ``torch.load`` in one thread: the globals it admits and the sealed containers it built."""
+
+    def __init__(self, admitted):
+        self.admitted = admitted  # name -> object, seen only by torch.load calls in this thread
+        self.sealed = []  # [shell, state or None], in the order the file built them
+
+    def __enter__(self):
+        self.outer, _THIS_THREAD.load = getattr(_THIS_THREAD, "load", None), self
+        return self
+
+    def __exit__(self, *exc_info):
+        _THIS_THREAD.load = self.outer
+
+
+class _Sealed(abc.ABC):
+    """An omegaconf container while a load runs: it only keeps the state the file gives it. It has no keys, items,
+    length or attributes, so an admitted callable handed one (``dict(config)``, ``numpy.dtype(config)``) fails
+    instead of resolving it. When the load is over it becomes the real container (``_unseal``): its layout is the
+    containers' own (an ``abc.ABC`` with a ``__dict__``, as omegaconf's ``Node``), so its class can be changed."""
+
+    real = None  # the omegaconf class it stands for (set on each subclass)
+
+    def __new__(cls):
+        shell = super().__new__(cls)
+        _THIS_THREAD.load.sealed.append([shell, None])
+        return shell
+
+    def __setstate__(self, state):
+        entry = next(entry for entry in _THIS_THREAD.load.sealed if entry[0] is self)
+        if entry[1] is not None or not isinstance(state, dict):
+            raise _refusal(f"{self.real.__name__} built twice or from something other than its state")
+        entry[1] = state
+
+
+_SEALED_CLASSES = {}  # omegaconf container class -> its _Sealed stand-in
+
+
+def _sealed_class(real):
+    if real not in _SEALED_CLASSES:
+        _SEALED_CLASSES[real] = type(f"Sealed{real.__name__}", (_Sealed,), {"real": real, "__module__": __name__})
+    return _SEALED_CLASSES[real]
+
+
+def _refusal(why):
+    import pickle
+
+    return pickle.UnpicklingError(f"Weights only load failed: {why}. zeropatch (torch_load) admits omegaconf configs "
+                                  "only as data: see SECURITY.md.")
 
 
 def _find(name, importing):
@@ -82,15 +145,78 @@ def _find(name, importing):
     return next((getattr(module, attr) for module in modules if hasattr(module, attr)), None)
 
 
-def _entries(serialization, importing=()):
-    """(object, name) pairs for the listed globals reachable now and not already allowed by the user."""
-    present = set(serialization.get_safe_globals())
-    found = [(_find(name, name in importing), name) for name in ALLOWED if name != DTYPE_CLASSES]
+def _admitted(importing):
+    """The listed globals reachable now, by the name a pickle refers to them with; omegaconf's containers as sealed
+    stand-ins."""
+    admitted = {}
+    for name in ALLOWED:
+        found = _find(name, name in importing) if name != DTYPE_CLASSES else None
+        if found is not None:
+            admitted[name] = _sealed_class(found) if name in CONTAINERS else found
     numpy = sys.modules.get("numpy")
     if numpy is not None:
-        dtype_classes = {type(numpy.dtype(code)) for code in numpy.typecodes["All"]}
-        found += [(cls, f"numpy.dtypes.{cls.__name__}") for cls in dtype_classes]
-    return [entry for entry in found if entry[0] is not None and entry not in present]
+        admitted.update((f"numpy.dtypes.{cls.__name__}", cls)
+                        for cls in {type(numpy.dtype(code)) for code in numpy.typecodes["All"]})
+    return admitted
+
+
+def _with_this_threads_load(wrapped, instance, args, kwargs):
+    """torch's user allowlist, plus the list of the admitting load running in this thread (the user's entries win)."""
+    allowed = wrapped(*args, **kwargs)
+    load = getattr(_THIS_THREAD, "load", None)
+    return allowed if load is None else {**load.admitted, **allowed}
+
+
+def _unseal(load):
+    """After the load: each sealed container becomes the real one, restored by omegaconf's own ``__setstate__``.
+    None may hold an interpolation that calls a resolver: reading it would run code of this program, or read its
+    environment, as the file says. (Its resolver cache is empty: torch refuses to fill a defaultdict.)"""
+    for shell, state in load.sealed:
+        if state is None:
+            raise _refusal(f"an omegaconf {shell.real.__name__} without its state")
+    for shell, state in load.sealed:
+        try:
+            shell.__class__ = shell.real
+            shell.__setstate__(state)
+        except Exception as error:
+            raise _refusal(f"an omegaconf {shell.real.__name__} whose state omegaconf refused ({error!r})") from None
+        for key, text in _resolver_calls(shell):
+            raise _refusal(f"the omegaconf config holds {text!r} (at key {key!r}), an interpolation that calls a "
+                           "resolver, which would run when read. Configs whose interpolations only refer to other "
+                           "keys load; resolve this one where it was saved, or, if you trust the file completely, "
+                           "load it with weights_only=False")
+
+
+def _resolver_calls(container):
+    """(key, text) of the raw strings in ``container`` (not in the containers inside it, which are unsealed one by
+    one) whose interpolations call a resolver; read from its nodes, never through it."""
+    content = container.__dict__.get("_content")
+    items = content.items() if isinstance(content, dict) else enumerate(content) if isinstance(content, list) \
+        else [("", content)]  # the whole container is one interpolation, None or missing
+    for key, value in items:
+        text = value if isinstance(value, str) else getattr(value, "__dict__", {}).get("_val")
+        if isinstance(text, str) and "${" in text and _calls_a_resolver(text):
+            yield key, text
+
+
+def _calls_a_resolver(text):
+    """Whether omegaconf would call a resolver to read ``text`` (by its own grammar; where there is none, any
+    ``${...:`` counts)."""
+    try:
+        from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
+        from omegaconf.grammar_parser import parse
+    except ImportError:
+        return ":" in text.split("${", 1)[1]
+    try:
+        nodes = [parse(text)]
+    except Exception:  # omegaconf cannot parse it: reading it raises, and calls nothing
+        return False
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, OmegaConfGrammarParser.InterpolationResolverContext):
+            return True
+        nodes.extend(getattr(node, "children", None) or ())
+    return False
 
 
 def _torch_decides(args, kwargs):
@@ -131,27 +257,31 @@ def _explained(error, name):
     return pickle.UnpicklingError(f"{error}\n{note}")
 
 
-def _load_admitting_data_classes(serialization):
+def _load_admitting_data_classes():
     import pickle
 
     def load(wrapped, instance, args, kwargs):
-        if _torch_decides(args, kwargs):
-            with _ONE_LOAD_AT_A_TIME:  # an explicit weights_only=True never sees our list
-                return wrapped(*args, **kwargs)
+        if _torch_decides(args, kwargs):  # torch's own list only; never waits for another thread's load
+            return wrapped(*args, **kwargs)
         rewind = _rewinder(args[0] if args else kwargs.get("f"))
         importing = set()
-        with _ONE_LOAD_AT_A_TIME:
-            while True:
+        while True:
+            with _Load(_admitted(importing)) as this_load:
                 try:
-                    with serialization.safe_globals(_entries(serialization, importing)):
-                        loaded = wrapped(*args, **kwargs)
+                    loaded = wrapped(*args, **kwargs)
                     break
                 except pickle.UnpicklingError as error:
                     name = _refused_name(error)
                     if name not in ALLOWED or name in importing or rewind is None:
                         raise _explained(error, name) from None
-                    importing.add(name)  # listed, but its module was not imported yet: import it and read again
-                    rewind()
+                except Exception as error:
+                    if this_load.sealed:  # an admitted callable was handed a sealed config
+                        raise _refusal(f"the file hands an omegaconf config to a callable while loading ({error})") \
+                            from None
+                    raise
+            importing.add(name)  # listed, but its module was not imported yet: import it and read again
+            rewind()
+        _unseal(this_load)
         return loaded
 
     return load
@@ -164,9 +294,11 @@ def apply(patcher, torch):
         raise NotNeeded("torch.load defaults to weights_only=False before torch 2.6")
     if not default(None):
         raise NotNeeded("torch.load defaults to weights_only=False in this build")
-    if not all(hasattr(serialization, name) for name in ("safe_globals", "get_safe_globals")):
-        raise Skip("torch.serialization has no safe_globals / get_safe_globals")
-    wrapped = patcher.wrap(serialization, "load", _load_admitting_data_classes(serialization))
+    unpickler = getattr(torch, "_weights_only_unpickler", None)
+    if not callable(getattr(unpickler, "_get_user_allowed_globals", None)):
+        raise Skip("torch._weights_only_unpickler has no _get_user_allowed_globals")
+    patcher.wrap(unpickler, "_get_user_allowed_globals", _with_this_threads_load)
+    wrapped = patcher.wrap(serialization, "load", _load_admitting_data_classes())
     patcher.set(torch, "load", wrapped)
     return f"torch.load admits {len(ALLOWED)} data-only globals when weights_only is not given"
 
