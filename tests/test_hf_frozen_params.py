@@ -1,6 +1,7 @@
 """hf_frozen_params on the real transformers: after from_pretrained every parameter's requires_grad is what the
 model's constructor gave it, on a modern model (post_init) and on a legacy one (no post_init, with hf_post_init),
-loaded values untouched; the grad-checkpointed training case is the repro."""
+loaded values untouched; a flag turned off during loading is never turned back on; the grad-checkpointed training case
+is the repro."""
 
 import pytest
 
@@ -54,6 +55,32 @@ for model_class in (Modern, Legacy):
     thawed = model_class.from_pretrained(folder)
     assert thawed.freqs.requires_grad, "transformers 5 without the patch: the frozen parameter comes back trainable"
     zeropatch.install("hf_frozen_params")
+assert zeropatch.status("hf_frozen_params")[0].state == "applied"
+print("ok")
+'''))
+
+
+def test_a_parameter_frozen_during_loading_stays_frozen(tmp_path):
+    """Only what the constructor froze is frozen again: the patch never turns a flag on. A model class whose loading
+    step freezes a part (as a quantizer or an adapter loader does) keeps it frozen."""
+    (tmp_path / "frozen_models.py").write_text(MODELS + '''
+class FreezesWhileLoading(Modern):
+    @classmethod
+    def _load_pretrained_model(cls, model, *args, **kwargs):
+        loaded = super()._load_pretrained_model(model, *args, **kwargs)
+        model.block.requires_grad_(False)
+        return loaded
+''')
+    assert_ok(run_python(f'''
+import sys, tempfile, zeropatch
+sys.path.insert(0, {str(tmp_path)!r})
+from frozen_models import Config, FreezesWhileLoading
+folder = tempfile.mkdtemp()
+FreezesWhileLoading(Config()).save_pretrained(folder)
+loaded = FreezesWhileLoading.from_pretrained(folder)
+flags = {{name: p.requires_grad for name, p in loaded.named_parameters()}}
+assert flags == {{"embedder.weight": False, "embedder.bias": False, "block.weight": False, "block.bias": False,
+                 "freqs": False}}, flags
 assert zeropatch.status("hf_frozen_params")[0].state == "applied"
 print("ok")
 '''))

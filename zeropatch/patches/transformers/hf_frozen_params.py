@@ -9,9 +9,11 @@ original forward and recomputation", and Open-Sora 1.1 dies at its first checkpo
 ColossalAI's ``LowLevelZeroOptimizer.state_dict_shard``.
 
 Changes: ``PreTrainedModel._load_pretrained_model`` notes each parameter's ``requires_grad`` as the constructor left
-it (the model is built, nothing loaded yet), and when ``from_pretrained`` returns, every parameter's flag is that
-one again, with one log line naming how many were re-frozen. Values are not touched; a parameter the model did not
-have at construction keeps what loading gave it. On transformers < 5 nothing changes.
+it (the model is built, nothing loaded yet), and when ``from_pretrained`` returns, every parameter the constructor
+froze and loading thawed is frozen again, with one log line naming how many. Only that: a flag is never turned the
+other way (a parameter frozen during loading, by a quantizer or an adapter, stays frozen), values are not touched,
+and a parameter the model did not have at construction keeps what loading gave it. On transformers < 5 nothing
+changes.
 """
 
 import weakref
@@ -37,12 +39,12 @@ def _restore_flags(wrapped, cls, args, kwargs):
         return loaded
     refrozen = []
     for name, parameter in model.named_parameters() if as_built else ():
-        if name in as_built and parameter.requires_grad != as_built[name]:
-            parameter.requires_grad_(as_built[name])
+        if as_built.get(name) is False and parameter.requires_grad:
+            parameter.requires_grad_(False)
             refrozen.append(name)
     if refrozen:
         inform_once(f"hf_frozen_params: {type(model).__name__}.from_pretrained: requires_grad of {len(refrozen)} "
-                    f"parameter(s) set back to what the constructor gave them ({refrozen[0]}, ...)")
+                    f"parameter(s) frozen again, as the constructor built them ({refrozen[0]}, ...)")
     return loaded
 
 
