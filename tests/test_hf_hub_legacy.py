@@ -26,15 +26,23 @@ print("ok")
 '''))
 
 
-def test_use_auth_token_becomes_token_and_a_token_given_wins():
+def test_use_auth_token_becomes_token_by_the_rule_transformers_use_auth_token_applies_too():
+    """One rule for both libraries (patches/huggingface_hub/_auth_token.py): None dropped, the value as the token,
+    a different token given too refused, naming what to keep."""
     assert_ok(run_python('''
 import zeropatch, huggingface_hub
 from huggingface_hub.utils import _validators
 if hasattr(_validators, "smoothly_deprecate_legacy_arguments"):
     convert = _validators.smoothly_deprecate_legacy_arguments
     assert convert(fn_name="f", kwargs={"use_auth_token": "a"}) == {"token": "a"}
-    assert convert(fn_name="f", kwargs={"use_auth_token": "a", "token": "b"}) == {"token": "b"}
+    assert convert(fn_name="f", kwargs={"use_auth_token": "a", "token": "a"}) == {"token": "a"}
     assert convert(fn_name="f", kwargs={"use_auth_token": None, "revision": "main"}) == {"revision": "main"}
+    try:
+        convert(fn_name="f", kwargs={"use_auth_token": "a", "token": "b"})
+    except ValueError as error:
+        assert "Please set only the argument `token`" in str(error), error
+    else:
+        raise AssertionError("a different token given too was accepted")
     assert zeropatch.status("hf_hub_legacy")[0].state == "applied"
 print("ok")
 '''))

@@ -10,12 +10,14 @@ diffusers`` with Latte's pin (0.24) on hub >= 1.0 dies with "cannot import name 
 
 Changes: ``huggingface_hub.constants.hf_cache_home`` is ``HF_HOME`` (its old value); ``HfFolder`` saves, reads and
 deletes the token file as it did (``get_token`` is today's ``get_token``: the environment first); ``use_auth_token``
-becomes ``token`` in every hub function that validates its arguments (a ``token`` also given wins, as hub 0.2x
-did); ``cached_download(url, ...)`` resolves a Hub URL through ``hf_hub_download`` (same cache, offline modes, token)
-and fetches any other URL into the hub cache once, without sending the token. Each only where the hub lacks it.
+becomes ``token`` in every hub function that validates its arguments (the rule ``transformers_use_auth_token``
+applies too, ``_auth_token.py``: a different ``token`` also given is refused, where hub 0.2x let it win);
+``cached_download(url, ...)`` resolves a Hub URL through ``hf_hub_download`` (same cache, offline modes, token) and
+fetches any other URL into the hub cache once, without sending the token. Each only where the hub lacks it.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, inform_once
+from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch.patches.huggingface_hub._auth_token import token_for_use_auth_token
 
 OTHER_URLS = "zeropatch-cached-downloads"  # folder of the hub cache for cached_download's non-Hub URLs
 
@@ -102,15 +104,9 @@ def _use_auth_token_as_token(wrapped, instance, args, kwargs):
     """Around hub's ``smoothly_deprecate_legacy_arguments(fn_name=..., kwargs=...)``, which every validated hub
     function calls with the keywords it was given."""
     given = kwargs.get("kwargs")
-    if not isinstance(given, dict) or "use_auth_token" not in given:
-        return wrapped(*args, **kwargs)
-    given = dict(given)
-    use_auth_token = given.pop("use_auth_token")
-    if use_auth_token is not None and given.get("token") is None:
-        given["token"] = use_auth_token
-        inform_once(f"hf_hub_legacy: {kwargs.get('fn_name')}(use_auth_token=...) -> token=..., as huggingface_hub "
-                    "0.2x did")
-    return wrapped(*args, **dict(kwargs, kwargs=given))
+    if isinstance(given, dict):
+        kwargs = dict(kwargs, kwargs=token_for_use_auth_token(given, "hf_hub_legacy", kwargs.get("fn_name")))
+    return wrapped(*args, **kwargs)
 
 
 def apply(patcher, module):

@@ -6,11 +6,13 @@ dies with "TypeError: BertModel.__init__() got an unexpected keyword argument 'u
 model's constructor), and a config's silently ignores it, authenticating with nothing.
 
 Changes: the ``from_pretrained`` of models, configs, tokenizers, processors, feature extractors, image processors
-and their Auto classes take ``use_auth_token`` as 4.x did: its value becomes ``token`` (one log line), ``None`` is
-dropped, and both given is refused with 4.x's message. On transformers 4.x nothing changes.
+and their Auto classes take ``use_auth_token`` by the rule ``hf_hub_legacy`` applies to the hub's functions
+(``patches/huggingface_hub/_auth_token.py``): its value becomes ``token`` (one log line), ``None`` is dropped, and a
+different ``token`` given too is refused with 4.x's message. On transformers 4.x nothing changes.
 """
 
-from zeropatch._core import NotNeeded, Patch, inform_once, version_tuple
+from zeropatch._core import NotNeeded, Patch, version_tuple
+from zeropatch.patches.huggingface_hub._auth_token import token_for_use_auth_token
 
 # module -> the classes whose from_pretrained legacy scripts call
 LOADERS = {
@@ -27,15 +29,8 @@ LOADERS = {
 
 
 def _token_from_use_auth_token(wrapped, cls, args, kwargs):
-    if "use_auth_token" in kwargs:
-        use_auth_token = kwargs.pop("use_auth_token")
-        if use_auth_token is not None:
-            if kwargs.get("token") is not None:
-                raise ValueError("`token` and `use_auth_token` are both specified. Please set only the argument "
-                                 "`token`.")
-            kwargs["token"] = use_auth_token
-            inform_once(f"transformers_use_auth_token: {getattr(cls, '__name__', cls)}.from_pretrained("
-                        "use_auth_token=...) -> token=..., as transformers 4.x did")
+    kwargs = token_for_use_auth_token(kwargs, "transformers_use_auth_token",
+                                      f"{getattr(cls, '__name__', cls)}.from_pretrained")
     return wrapped(*args, **kwargs)
 
 
