@@ -162,24 +162,42 @@ def test_t5_norm_stands_in_for_apex_with_the_same_numerics_and_keys():
     assert plain[1:] == rehearsed[1:]  # same keys, same output, bit for bit
 
 
-@requires("torch")
-def test_stays_off_where_cuda_is_available_unless_asked():
-    """A machine with a GPU is simulated (this one has none): the CUDA build's device count answers 1."""
-    code = '''
+@requires("torch", "accelerate", "transformers")
+@pytest.mark.parametrize("build", ["cuda", "rocm"])
+def test_no_part_starts_where_a_gpu_is_unless_asked(build):
+    """A machine with a GPU is simulated (this one has none): a CUDA build, or a ROCm one (``torch.version.hip``, no
+    ``torch.version.cuda``), whose device count answers 1. Each part of the rehearsal is checked: torch's (the script
+    sees the truth), accelerate's state and T5's norm (untouched)."""
+    code = f'''
         import torch
-        torch.version.cuda = torch.version.cuda or "12.8"
+        if {build!r} == "rocm":
+            torch.version.cuda, torch.version.hip = None, "6.4.0"
+        else:
+            torch.version.cuda = torch.version.cuda or "12.8"
         torch.cuda.device_count = lambda: 1
         import zeropatch
         zeropatch.install("cpu_rehearsal")
+        import accelerate.state
+        from transformers.models.t5 import modeling_t5
         record = zeropatch.status("cpu_rehearsal")[0]
+        parts = {{
+            "torch": torch.cuda.is_available(),
+            "accelerate": hasattr(accelerate.state.PartialState._prepare_backend, "__wrapped__"),
+            "t5": modeling_t5.T5LayerNorm.__name__ == "FusedRMSNorm",
+        }}
         print(record.state, "|", record.reason)
+        print(sorted(part for part, rehearsed in parts.items() if rehearsed))
     '''
     kept_off = run_python(code, env=clean_environment())
     assert_ok(kept_off)
-    assert kept_off.stdout.startswith("not-needed | torch: CUDA is available here"), kept_off.stdout
+    state, rehearsed = kept_off.stdout.strip().splitlines()[-2:]
+    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 3, state
+    assert rehearsed == "[]", rehearsed
     asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
     assert_ok(asked)
-    assert asked.stdout.startswith("applied"), asked.stdout
+    state, rehearsed = asked.stdout.strip().splitlines()[-2:]
+    assert state.startswith("applied"), state
+    assert rehearsed == "['accelerate', 't5', 'torch']", rehearsed
 
 
 @requires("torch")

@@ -19,7 +19,7 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed.
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
   ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU.
-It never starts on a machine where CUDA is really available unless asked (``zeropatch run --cpu``), and reports
+No part of it starts on a machine with a real GPU (CUDA or ROCm) unless asked (``zeropatch run --cpu``); it reports
 at exit what it mapped. A rehearsal proves the script runs end to end, not its speed, memory or GPU kernels.
 """
 
@@ -307,14 +307,20 @@ def _answer_the_script(name, answer):
     return wrapper
 
 
-def _cuda_really_available(torch):
-    return bool(getattr(torch.version, "cuda", None)) and torch.cuda.device_count() > 0
+def _stay_off_where_a_gpu_is():
+    """Every part of the rehearsal (torch, accelerate's state, T5's norm) stays off on a machine with a real GPU, CUDA
+    or ROCm (whose builds have ``torch.version.hip`` and no ``torch.version.cuda``), unless asked for anyway."""
+    if os.environ.get(ENV_REHEARSAL_ON_GPU, "").strip().lower() in ("1", "true", "yes"):
+        return
+    import torch
+
+    built_for_a_gpu = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
+    if built_for_a_gpu and torch.cuda.device_count() > 0:  # the truthful count: zeropatch is one of LIBRARIES
+        raise NotNeeded("CUDA is available here: the rehearsal stays off (`zeropatch run --cpu`, or "
+                        f"{ENV_REHEARSAL_ON_GPU}=1, rehearses on the CPU anyway)")
 
 
 def _on_torch(patcher, torch):
-    if os.environ.get(ENV_REHEARSAL_ON_GPU, "").strip() not in ("1", "true", "yes") and _cuda_really_available(torch):
-        raise NotNeeded("CUDA is available here: the rehearsal stays off (`zeropatch run --cpu`, or "
-                        f"{ENV_REHEARSAL_ON_GPU}=1, rehearses on the CPU anyway)")
     import wrapt
 
     from torch.amp import autocast_mode, grad_scaler
@@ -426,6 +432,7 @@ def _on_t5(patcher, modeling_t5):
 
 
 def apply(patcher, module):
+    _stay_off_where_a_gpu_is()
     if module.__name__ == ACCELERATE_STATE:
         return _on_accelerate(patcher, module)
     if module.__name__ == T5_MODULE:
