@@ -109,6 +109,21 @@ class Patcher:
         self.on_revert(lambda: vars(module).get(attr) is current and setattr(module, attr, current.__wrapped__))
         return current
 
+    def put_back(self, module, names, home=None):
+        """Put names a release removed back into ``module`` (``names``: name -> value): reachable by attribute access
+        and ``from module import name``, through the module's ``__getattr__`` (PEP 562; asked before the module's own),
+        never listed in its ``dir()`` or ``__all__``. A function or class of zeropatch's among them stands for the
+        library's: it carries the library's ``__module__`` (``home``: where the library defined it, by default
+        ``module``) and a plain ``__qualname__``, so that it pickles by reference; revert gives its names back."""
+        home = home or module.__name__
+        for name, value in names.items():
+            if isinstance(value, (type, _FUNCTION)) and value.__module__.split(".")[0] == "zeropatch":
+                self.on_revert(lambda value=value, names=(value.__module__, value.__qualname__): _rename(value, *names))
+                _rename(value, home, name)
+        getter = _PutBack(module.__name__, dict(names), vars(module).get("__getattr__"))
+        self.set(module, "__getattr__", getter)
+        self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
+
     def on_revert(self, callback):
         self._undo.append(callback)
 
@@ -143,6 +158,31 @@ class Patcher:
             else:
                 setattr(owner, attr, inner)
         self._wrappers.clear()
+
+
+_FUNCTION = type(lambda: None)
+
+
+def _rename(value, module, qualname):
+    value.__module__, value.__qualname__ = module, qualname
+
+
+class _PutBack:
+    """A module's ``__getattr__`` (PEP 562) that answers the names a patch put back, then asks the one it replaced."""
+
+    __slots__ = ("module_name", "names", "previous")
+
+    def __init__(self, module_name, names, previous):
+        self.module_name = module_name
+        self.names = names
+        self.previous = previous
+
+    def __call__(self, attr):
+        if attr in self.names:
+            return self.names[attr]
+        if self.previous is not None:
+            return self.previous(attr)
+        raise AttributeError(f"module {self.module_name!r} has no attribute {attr!r}")
 
 
 def _stacked_on(current, value):

@@ -110,15 +110,15 @@ def _numpy_for_numpy_positions(wrapped, instance, args, kwargs):
 def _embeddings(patcher, module):
     done = []
     if not hasattr(module, "CaptionProjection"):
-        patcher.set(module, "CaptionProjection", caption_projection_class())
+        patcher.put_back(module, {"CaptionProjection": caption_projection_class()})
         done.append("CaptionProjection")
     if not hasattr(module, "PositionNet") and hasattr(module, "GLIGENTextBoundingboxProjection"):
-        patcher.set(module, "PositionNet", module.GLIGENTextBoundingboxProjection)  # renamed, the same keys
+        patcher.put_back(module, {"PositionNet": module.GLIGENTextBoundingboxProjection})  # renamed, the same keys
         done.append("PositionNet")
     if not hasattr(module, "CombinedTimestepSizeEmbeddings") and hasattr(module,
                                                                          "PixArtAlphaCombinedTimestepSizeEmbeddings"):
-        patcher.set(module, "CombinedTimestepSizeEmbeddings",
-                    combined_timestep_size_class(module.PixArtAlphaCombinedTimestepSizeEmbeddings))
+        patcher.put_back(module, {"CombinedTimestepSizeEmbeddings":
+                                  combined_timestep_size_class(module.PixArtAlphaCombinedTimestepSizeEmbeddings)})
         done.append("CombinedTimestepSizeEmbeddings")
     import inspect
 
@@ -152,13 +152,13 @@ def apply(patcher, module):
         if "randn_tensor" not in dir(module):
             from diffusers.utils.torch_utils import randn_tensor
 
-            patcher.set(module, "randn_tensor", randn_tensor)
+            patcher.put_back(module, {"randn_tensor": randn_tensor})
             done.append("diffusers.utils.randn_tensor")
     elif name == MODELS + "attention_processor":
         done = []
         if not hasattr(module, "LORA_ATTENTION_PROCESSORS"):
-            patcher.set(module, "LORA_ATTENTION_PROCESSORS",
-                        tuple(getattr(module, cls) for cls in LORA_PROCESSORS if hasattr(module, cls)))
+            patcher.put_back(module, {"LORA_ATTENTION_PROCESSORS": tuple(getattr(module, cls) for cls in LORA_PROCESSORS
+                                                                         if hasattr(module, cls))})
             done.append("LORA_ATTENTION_PROCESSORS")
     else:  # an old module path the installed diffusers still has
         raise NotNeeded(f"diffusers still has {name}")

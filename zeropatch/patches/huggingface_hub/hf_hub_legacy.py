@@ -114,7 +114,7 @@ def apply(patcher, module):
     if name == "huggingface_hub.constants":
         if hasattr(module, "hf_cache_home"):
             raise NotNeeded("huggingface_hub.constants still has hf_cache_home (hub < 1.0)")
-        patcher.set(module, "hf_cache_home", module.HF_HOME)
+        patcher.put_back(module, {"hf_cache_home": module.HF_HOME})
         return "constants.hf_cache_home = HF_HOME"
     if name == "huggingface_hub.utils._validators":
         if hasattr(module, "smoothly_deprecate_use_auth_token"):
@@ -127,8 +127,7 @@ def apply(patcher, module):
                if attr not in dir(module)]  # dir(): the lazily imported names too, without importing them
     if not missing:
         raise NotNeeded("huggingface_hub still has HfFolder and cached_download (hub < 0.26)")
-    for attr in missing:
-        patcher.set(module, attr, globals()[attr])
+    patcher.put_back(module, {attr: globals()[attr] for attr in missing})
     return f"{', '.join(missing)} back"
 
 

@@ -1,13 +1,15 @@
 """numpy_aliases: numpy's removed aliases are back, each bound to exactly what it meant before its removal.
 
-Breaks: numpy 1.24 removed the aliases of Python builtins deprecated in 1.20 (``np.float``, ``np.int``,
+Breaks: numpy 1.23 removed ``np.asscalar``; numpy 1.24 removed the aliases of Python builtins deprecated in 1.20 (``np.float``, ``np.int``,
 ``np.bool``, ``np.object``, ``np.str``, ``np.complex``, ``np.long``, ``np.unicode``): "module 'numpy' has no
 attribute 'float'". numpy 2.0 removed the scalar-type and constant aliases (``np.float_``, ``np.complex_``,
 ``np.string_``, ``np.unicode_``, ``np.NaN``, ``np.Inf``, ``np.bool8``, ...) and function aliases (``np.product``,
 ``np.cumproduct``, ``np.alltrue``, ``np.sometrue``, ``np.round_``, ``np.asfarray``, ``np.mat``, ``np.msort``); 2.4
 removed ``np.in1d`` and ``np.trapz``. Data and metrics code around legacy training repos dies on them.
 
-Changes: each name the installed numpy lacks is set on the numpy module, bound to what it was before its removal:
+Changes: each name the installed numpy lacks is put back on the numpy module (reachable, importable and picklable
+as ``numpy.<name>``, never listed in ``dir(numpy)``: numpy's own namespace checks stay true), bound to what it was
+before its removal:
 ``np.float`` is the builtin ``float`` (not ``np.float64``), ``np.float_`` is ``np.float64``, ``np.product`` is
 ``np.prod``, and so on. A name numpy still (or again) has is left alone: numpy 2's ``np.bool`` is ``np.bool_``
 and ``np.long`` the C long, by numpy's own choice. The NumPy 1.x / 2.x binary break of compiled extensions
@@ -28,6 +30,14 @@ def _asfarray(numpy):
     return asfarray
 
 
+def _asscalar(numpy):
+    def asscalar(a):
+        """numpy < 1.23's asscalar: the Python scalar of a one-element array (``a.item()``)."""
+        return a.item()
+
+    return asscalar
+
+
 def _in1d(numpy):
     def in1d(ar1, ar2, assume_unique=False, invert=False, *, kind=None):
         """numpy < 2.4's in1d: ``isin`` on the flattened ``ar1``."""
@@ -46,6 +56,8 @@ def _msort(numpy):
 
 # old name -> what it was bound to before its removal, as a function of the numpy module
 ALIASES = {
+    # removed in numpy 1.23
+    "asscalar": _asscalar,
     # removed in numpy 1.24
     "float": lambda np: float,
     "int": lambda np: int,
@@ -99,8 +111,7 @@ def apply(patcher, numpy):
     missing = [name for name in ALIASES if name not in vars(numpy)]
     if not missing:
         raise NotNeeded("numpy still has every alias (numpy < 1.24)")
-    for name in missing:
-        patcher.set(numpy, name, ALIASES[name](numpy))
+    patcher.put_back(numpy, {name: ALIASES[name](numpy) for name in missing})
     return f"{len(missing)} removed aliases back ({', '.join('np.' + name for name in missing[:4])}, ...)"
 
 

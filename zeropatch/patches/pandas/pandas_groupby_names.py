@@ -24,7 +24,7 @@ def apply(patcher, window_module):
     renamed = getattr(window_module, new, None)
     if not isinstance(renamed, type):
         raise Skip(f"{window_module.__name__} has neither {old} nor {new}")
-    patcher.set(window_module, old, renamed)
+    patcher.put_back(window_module, {old: renamed})
     return f"{old} -> {new}"
 
 

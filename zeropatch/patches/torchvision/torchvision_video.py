@@ -266,11 +266,8 @@ def apply(patcher, io):
     if hasattr(io, "read_video"):
         raise NotNeeded("torchvision.io still has read_video (torchvision <= 0.25)")
     video = _restored_module(sys.modules.get("torchvision.utils"))
-    for name in PUBLIC:
-        patcher.set(io, name, getattr(video, name))
-    patcher.set(io, "video", video)
-    if isinstance(getattr(io, "__all__", None), list):
-        patcher.set(io, "__all__", io.__all__ + list(PUBLIC))
+    patcher.put_back(io, {name: getattr(video, name) for name in PUBLIC}, home=MODULE)
+    patcher.put_back(io, {"video": video})
     sys.modules[MODULE] = video
 
     def forget_module():

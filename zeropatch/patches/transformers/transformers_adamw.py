@@ -59,7 +59,6 @@ def _legacy_adamw(torch):
                         parameter.add_(parameter, alpha=-group["lr"] * group["weight_decay"])
             return loss
 
-    AdamW.__module__, AdamW.__qualname__ = "transformers.optimization", "AdamW"
     return AdamW
 
 
@@ -78,7 +77,7 @@ def apply(patcher, module):
             raise NotNeeded("transformers.optimization still has AdamW (transformers < 4.50)")
         import torch
 
-        patcher.set(module, "AdamW", _legacy_adamw(torch))
+        patcher.put_back(module, {"AdamW": _legacy_adamw(torch)})
         return "transformers.optimization.AdamW restored with 4.49's defaults and arithmetic"
     import importlib.util
 

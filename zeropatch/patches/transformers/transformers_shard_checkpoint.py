@@ -38,7 +38,7 @@ def apply(patcher, modeling_utils):
         from huggingface_hub import split_torch_state_dict_into_shards  # noqa: F401
     except ImportError as error:
         raise Skip(f"huggingface_hub has no split_torch_state_dict_into_shards ({error})")
-    patcher.set(modeling_utils, "shard_checkpoint", shard_checkpoint)
+    patcher.put_back(modeling_utils, {"shard_checkpoint": shard_checkpoint})
     return "modeling_utils.shard_checkpoint provided on huggingface_hub.split_torch_state_dict_into_shards"
 
 

@@ -1,0 +1,65 @@
+"""Names a patch puts back into a library module are invisible to introspection (issue #28): reachable by attribute
+access and import, never listed in the module's dir() / __all__; a function or class of zeropatch's carries the
+library's __module__ and a plain __qualname__ and pickles by reference; uninstall takes them away again. Checked for
+every patch that puts names back, on whatever the installed release lacks."""
+
+import re
+
+import pytest
+
+from conftest import ROOT, assert_ok, clean_environment, installed, run_python
+
+# patch -> (modules to import, with the patch installed)
+PUTS_BACK = {
+    "numpy_aliases": ("numpy",),
+    "hf_hub_legacy": ("huggingface_hub", "huggingface_hub.constants"),
+    "pandas_groupby_names": ("pandas.core.window.expanding", "pandas.core.window.rolling"),
+    "torchvision_video": ("torchvision.io",),
+    "transformers_adamw": ("transformers.optimization",),
+    "transformers_shard_checkpoint": ("transformers.modeling_utils",),
+    "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
+}
+
+
+def test_every_patch_that_puts_names_back_is_checked():
+    sources = sorted((ROOT / "zeropatch" / "patches").glob("*/*.py"))
+    putting_back = {path.stem for path in sources if re.search(r"\.put_back\(", path.read_text())}
+    assert putting_back == set(PUTS_BACK)
+
+
+@pytest.mark.parametrize("name", list(PUTS_BACK))
+def test_names_put_back_are_reachable_picklable_and_not_listed(name):
+    modules = PUTS_BACK[name]
+    if not all(installed(module.split(".")[0]) for module in modules):
+        pytest.skip(f"not installed: {modules[0].split('.')[0]}")
+    result = run_python(f'''
+import importlib, pickle, sys, zeropatch
+from zeropatch._core import _PutBack
+zeropatch.install({name!r})
+modules = [importlib.import_module(module) for module in {modules!r}]
+checked = {{}}
+library = {modules[0].split(".")[0]!r}
+for module in [module for name, module in list(sys.modules.items()) if name.split(".")[0] == library]:
+    getter = vars(module).get("__getattr__")
+    while isinstance(getter, _PutBack):
+        for attr, value in getter.names.items():
+            assert getattr(module, attr) is value, attr
+            namespace = {{}}
+            exec(f"from {{module.__name__}} import {{attr}}", namespace)
+            assert namespace[attr] is value, attr
+            assert attr not in dir(module) and attr not in (getattr(module, "__all__", None) or ()), attr
+            if isinstance(value, type) or callable(value) and hasattr(value, "__code__"):
+                assert "<locals>" not in value.__qualname__ and "zeropatch" not in value.__module__, (attr, value)
+                assert pickle.loads(pickle.dumps(value)) is value, attr
+            checked[f"{{module.__name__}}.{{attr}}"] = value
+        getter = getter.previous
+state = zeropatch.status({name!r})[0].state
+assert bool(checked) == (state == "applied"), (state, checked)
+zeropatch.uninstall({name!r})
+for path in checked:
+    module, _, attr = path.rpartition(".")
+    assert not hasattr(sys.modules[module], attr) or getattr(sys.modules[module], attr) is not checked[path], path
+print("checked", state, len(checked), sorted(checked)[:3])
+''', env=clean_environment(ZEROPATCH="hf_hub_legacy" if name == "diffusers_legacy_names" else "0"))
+    assert_ok(result)
+    assert result.stdout.splitlines()[-1].startswith("checked"), result.stdout
