@@ -1,5 +1,7 @@
 """Extra milliseconds of `python -c "import zeropatch"` over `python -c pass`, the start-up hook's cost, and what a
-process of a `zeropatch run` job adds (its record written at exit).
+process of a `zeropatch run` job adds (its record written at exit); and `import zeropatch` with a synthetic catalogue
+of 100 patches (a copy of the installed package whose index holds 100 entries: the built-in ones and clones of them
+on targets that are never imported), which must cost what the real one does.
 
 Each round starts fresh interpreters for every case, interleaved; medians over all rounds. The hook with
 ZEROPATCH unset is one line of the installed .pth file, timed in-process (a difference of interpreter
@@ -7,7 +9,10 @@ start-ups could not resolve it).
 Run: python benchmarks/import_cost.py [rounds]
 """
 
+import compileall
 import os
+import pprint
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +27,25 @@ NEUTRAL = tempfile.mkdtemp(prefix="zeropatch-import-cost-")
 RUN_DIR = tempfile.mkdtemp(prefix="zeropatch-import-cost-run-")
 
 
+def synthetic_catalogue(size):
+    """A folder holding a copy of the installed zeropatch whose index lists ``size`` patches."""
+    import zeropatch._index as index
+
+    folder = tempfile.mkdtemp(prefix="zeropatch-catalogue-")
+    package = os.path.dirname(os.path.abspath(index.__file__))
+    shutil.copytree(package, os.path.join(folder, "zeropatch"), ignore=shutil.ignore_patterns("__pycache__"))
+    entries = list(index.PATCHES)
+    for number in range(size - len(entries)):
+        module, fields = entries[number % len(index.PATCHES)]
+        clone = dict(fields, name=f"synthetic_{number}", targets=(f"zeropatch_synthetic_{number}.module",),
+                     default=True)
+        entries.append((f"zeropatch.patches.synthetic.synthetic_{number}", clone))
+    with open(os.path.join(folder, "zeropatch", "_index.py"), "w") as file:
+        file.write("PATCHES = " + pprint.pformat(tuple(entries), width=120, sort_dicts=False) + "\n")
+    compileall.compile_dir(folder, quiet=1)  # as pip compiles an installed package
+    return folder
+
+
 def interpreter(code, **env):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("ZEROPATCH")}
     environment.update(env)
@@ -34,9 +58,12 @@ def main():
     cases = {
         "python -c pass": interpreter("pass"),
         "import zeropatch": interpreter("import zeropatch"),
+        "import zeropatch, 100 patches": interpreter("import zeropatch", PYTHONPATH=synthetic_catalogue(100)),
         "ZEROPATCH=1 (start-up hook) + pass": interpreter("pass", ZEROPATCH="1"),
         # what each process of a `zeropatch run` job adds: its record written to the job's folder at exit
         "same, under zeropatch run (job record)": interpreter("pass", ZEROPATCH="1", ZEROPATCH_RUN_DIR=RUN_DIR),
+        "same, 100 patches": interpreter("pass", ZEROPATCH="1", ZEROPATCH_RUN_DIR=RUN_DIR,
+                                         PYTHONPATH=synthetic_catalogue(100)),
     }
     medians = interleaved_medians(cases, rounds)
     base = medians["python -c pass"]

@@ -33,6 +33,30 @@ os.makedirs(TEMPORARY)
 
 def pytest_sessionfinish(session):
     shutil.rmtree(SESSION_FOLDER, ignore_errors=True)
+    over_budget = skips_over_budget(session.config)
+    if over_budget:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(over_budget, red=True)
+
+
+def skips_over_budget(config):
+    """A nox session states how many skips it expects (ZEROPATCH_TEST_SKIP_BUDGET: the tests whose target release
+    does not have the bug, or lacks what they compare with); more than that fails the run, naming the reasons, so
+    that a session can never pass by skipping what it was meant to run. Only the controller counts (pytest-xdist)."""
+    budget = os.environ.get("ZEROPATCH_TEST_SKIP_BUDGET")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if budget is None or hasattr(config, "workerinput") or reporter is None:
+        return None
+    skipped = reporter.stats.get("skipped", [])
+    if len(skipped) <= int(budget):
+        return None
+    reasons = {}
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    listed = "\n".join(f"  {count} x {reason}" for reason, count in sorted(reasons.items(), key=lambda item: -item[1]))
+    return (f"{len(skipped)} tests skipped, over this session's budget of {budget} (ZEROPATCH_TEST_SKIP_BUDGET); "
+            f"skipped:\n{listed}")
 
 
 def clean_environment(**overrides):

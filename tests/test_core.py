@@ -1,11 +1,12 @@
 """The core's contract, each case in a fresh interpreter with a sample patch on a module the test writes."""
 
 import json
+import sys
 import textwrap
 
 import pytest
 
-from conftest import CAPTURE_ZEROPATCH_LOG, assert_ok, clean_environment, run_python
+from conftest import CAPTURE_ZEROPATCH_LOG, ROOT, assert_ok, clean_environment, run_command, run_python
 
 SAMPLE_TARGET = '''
 def greet():
@@ -313,3 +314,19 @@ else:
 assert "json.gone" not in sys.modules and zeropatch.status("provider")[0].state == "not-needed"
 print("ok")
 '''))
+
+
+def test_the_index_is_what_the_patch_modules_declare():
+    """zeropatch/_index.py (what `import zeropatch` reads instead of importing every patch module) is exactly what
+    tools/write_index.py writes from the modules' own declarations: run it after changing one."""
+    result = run_command([sys.executable, ROOT / "tools" / "write_index.py", "--check"], env=clean_environment(ZEROPATCH="0"))
+    assert result.returncode == 0, "zeropatch/_index.py is stale: run python tools/write_index.py"
+
+
+def test_import_zeropatch_imports_no_patch_module_but_those_whose_targets_are_configured():
+    result = run_python('''
+import sys, zeropatch
+print(sorted(name for name in sys.modules if name.startswith("zeropatch.patches.") and name.count(".") == 3))
+''', env=clean_environment(ZEROPATCH="1"))
+    assert_ok(result)
+    assert result.stdout.strip().splitlines()[-1] == "['zeropatch.patches.torch.fused_ema']", result.stdout

@@ -18,10 +18,24 @@ from zeropatch._core import (
     status,
     uninstall,
 )
-from zeropatch.ema import fused_update_ema
-from zeropatch.grads import full_grad
 
 __version__ = "0.2.0"
 __all__ = ["install", "uninstall", "status", "fused_update_ema", "full_grad", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
+
+
+def __getattr__(name):
+    """The helpers load on first use, so that `import zeropatch` (every process of every job) stays cheap."""
+    if name == "fused_update_ema":
+        from zeropatch.ema import fused_update_ema as helper
+    elif name == "full_grad":
+        from zeropatch.grads import full_grad as helper
+    else:
+        raise AttributeError(f"module 'zeropatch' has no attribute {name!r}")
+    globals()[name] = helper
+    return helper
+
+
+def __dir__():
+    return sorted(set(globals()) | {"fused_update_ema", "full_grad"})
 
 _activate_from_environment()

@@ -6,6 +6,7 @@ Each process of the job writes its own records into a folder made for the job (Z
 ZEROPATCH_REPORT if it is set. The command's exit code, or the signal that ended it, is passed through.
 """
 
+import ast
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from zeropatch import _core
+from zeropatch import _core, _status
 
 FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 ENV_REPORT = "ZEROPATCH_REPORT"
@@ -62,11 +63,11 @@ def _wait_forwarding_signals(child):
 def gather(run_dir, command, returncode):
     processes = []
     for name in sorted(os.listdir(run_dir)):
-        if name.endswith(".json"):
+        if name.endswith(_status.RECORD_SUFFIX):
             try:
                 with open(os.path.join(run_dir, name)) as file:
-                    processes.append(json.load(file))
-            except (OSError, ValueError):  # a process killed while writing its record
+                    processes.append(ast.literal_eval(file.read()))  # literals only: nothing in the file can run
+            except (OSError, ValueError, SyntaxError):  # a process killed while writing its record
                 continue
     patches = {}
     for process in processes:

@@ -1,0 +1,65 @@
+"""The libraries' own test suites with zeropatch off and on (issue #28): a practice like the release sweep, not CI.
+Each suite runs twice in one environment, with ZEROPATCH=0 and with ZEROPATCH=1; every test whose outcome differs must
+be listed, with the reason the patch means it to differ, in compat/peer_suites/<suite>.json. An unlisted difference
+(collateral: a patch seen where it should not be) or a listed one that no longer happens fails the run.
+
+  python tools/peer_suite.py SUITE       (run by `python3 -m nox -s peer_suites`; SUITE is one of SUITES)
+
+The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
+"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep import test_results  # noqa: E402  (one reader of pytest's junit XML)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITE_SECONDS = 3600
+# suite -> (the package whose installed tests run, pytest arguments)
+SUITES = {
+    "numpy": ("numpy", ["-p", "no:cacheprovider", "-q", "-n", "2", "-o", "addopts=", "-m", "not slow"]),
+}
+
+
+def run_suite(suite, zeropatch, folder):
+    """{test id: (outcome, message)}, the ids from the package's name on (where it is installed does not matter)."""
+    package, arguments = SUITES[suite]
+    location = os.path.dirname(importlib.import_module(package).__file__)
+    junit = os.path.join(folder, f"{suite}-{zeropatch}.xml")
+    env = dict(os.environ, ZEROPATCH=zeropatch, OMP_NUM_THREADS="1")
+    subprocess.run([sys.executable, "-m", "pytest", location, f"--junitxml={junit}", *arguments], env=env, cwd=folder,
+                   timeout=SUITE_SECONDS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return {test[test.find(package + "."):]: outcome for test, outcome in test_results(junit).items()}
+
+
+def main(suite):
+    folder = tempfile.mkdtemp(prefix=f"zeropatch-peer-{suite}-")
+    off, on = run_suite(suite, "0", folder), run_suite(suite, "1", folder)
+    differing = {test: [off.get(test, ("absent", ""))[0], on.get(test, ("absent", ""))[0]]
+                 for test in sorted(set(off) | set(on)) if off.get(test, ("absent",))[0] != on.get(test, ("absent",))[0]}
+    with open(os.path.join(ROOT, "compat", "peer_suites", f"{suite}.json")) as file:
+        intended = json.load(file)
+    unexplained = sorted(set(differing) - set(intended))
+    stale = sorted(set(intended) - set(differing))
+    outcome = {
+        "suite": suite, "version": importlib.import_module(SUITES[suite][0]).__version__, "tests": len(on),
+        "passed": {"off": sum(o == "passed" for o, _ in off.values()), "on": sum(o == "passed" for o, _ in on.values())},
+        "differing": len(differing), "intended": len(set(differing) & set(intended)), "unexplained": unexplained,
+        "stale": stale, "differences": differing,
+    }
+    with open(os.path.join(ROOT, "compat", "peer_suites", f"{suite}-results.json"), "w") as file:
+        json.dump(outcome, file, indent=1, sort_keys=True)
+    print(f"{suite} {outcome['version']}: {len(on)} tests, {len(differing)} differ with zeropatch on, "
+          f"{outcome['intended']} intended; unexplained: {unexplained or 'none'}; listed but not seen: {stale or 'none'}")
+    return 1 if unexplained or stale else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SUITES:
+        sys.exit(f"usage: python tools/peer_suite.py SUITE (one of: {', '.join(SUITES)})")
+    sys.exit(main(sys.argv[1]))

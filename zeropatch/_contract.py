@@ -1,0 +1,79 @@
+"""What a patch is: the ``Patch`` declaration a patch module exports, the exceptions its ``apply`` declines or fails
+with, and the states ``status()`` reports."""
+
+APPLIED = "applied"
+WAITING = "waiting"
+NOT_NEEDED = "not-needed"
+SKIPPED = "skipped"
+FAILED = "failed"
+DISABLED = "disabled"
+STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
+
+
+class Skip(Exception):
+    """Raised by a patch's apply(): the target changed beyond recognition; the message is the reason."""
+
+
+class NotNeeded(Exception):
+    """Raised by a patch's apply(): this version of the target does not have the bug."""
+
+
+class PatchError(RuntimeError):
+    """A patch failed and the failure must not be contained (named explicitly, or ZEROPATCH_STRICT=1)."""
+
+
+class Patch:
+    """What a patch module exports as ``PATCH``.
+
+    apply(patcher, module) changes the target through ``patcher`` (so that revert restores every
+    original by identity) and may return a short detail for the log line; it raises Skip or
+    NotNeeded to decline. ``targets`` is a tuple of module names, or a callable returning one
+    (evaluated at install time, for targets named by configuration). ``provides``: the targets are modules that
+    newer releases removed; when no finder finds one, zeropatch creates it empty and ``apply`` fills it (see
+    ``is_provided``); if ``apply`` declines, the import fails as it would have. ``unfixable``: (error pattern, advice)
+    pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
+    what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
+    callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
+    for the job report.
+    """
+
+    __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
+                 "unfixable", "brings", "report")
+
+    def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
+                 unfixable=(), brings=(), report=None):
+        self.name = name
+        self.summary = summary
+        self.package = package
+        self.affected = affected
+        self.targets = targets
+        self.errors = tuple(errors)
+        self.default = default
+        self.apply = apply
+        self.provides = provides
+        self.unfixable = tuple(unfixable)
+        self.brings = tuple(brings)
+        self.report = report
+
+    def target_modules(self):
+        return tuple(self.targets() if callable(self.targets) else self.targets)
+
+
+class PatchStatus:
+    """One record of ``zeropatch.status()``."""
+
+    __slots__ = ("name", "state", "target", "versions", "reason", "default")
+
+    def __init__(self, name, state, target, versions, reason, default):
+        self.name = name
+        self.state = state
+        self.target = target
+        self.versions = versions
+        self.reason = reason
+        self.default = default
+
+    def as_dict(self):
+        return {slot: getattr(self, slot) for slot in self.__slots__}
+
+    def __repr__(self):
+        return f"PatchStatus({self.name!r}, {self.state!r}, reason={self.reason!r})"

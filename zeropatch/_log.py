@@ -1,0 +1,42 @@
+"""zeropatch's log: the ``zeropatch`` logger, rank 0 speaking for the job, each message once per process."""
+
+import os
+import sys
+
+
+def logger():
+    import logging
+
+    return logging.getLogger("zeropatch")
+
+
+def _rank():
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except Exception:
+        pass
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+_LOGGED = set()
+
+
+def _log_once(level, message):
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        logger().log(level, "zeropatch: %s", message)
+
+
+def warn_once(message):
+    """One WARNING per process for ``message``: a configuration problem."""
+    _log_once(30, message)
+
+
+def inform_once(message):
+    """One INFO line per process for ``message`` (DEBUG on ranks other than 0): what a patch did at a call."""
+    _log_once(20 if _rank() == 0 else 10, message)

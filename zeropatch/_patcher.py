@@ -1,0 +1,128 @@
+"""The ``Patcher``: every change one patch makes to one target, recorded so that ``revert`` restores the originals by
+identity; names put back into a library module through its ``__getattr__``."""
+
+from zeropatch._contract import Skip
+
+_ABSENT = object()  # an attribute that did not exist before a patch set it
+
+
+class Patcher:
+    """Records every change one patch makes to one target, so that revert() restores the originals by identity."""
+
+    def __init__(self):
+        self._undo = []
+        self._wrappers = []  # the wrappers wrap() made: reverting one restores what it wraps now
+
+    def set(self, owner, attr, value):
+        self._undo.append((owner, attr, vars(owner).get(attr, _ABSENT), value))
+        setattr(owner, attr, value)
+
+    def wrap(self, owner, attr, wrapper):
+        """Replace ``owner.attr`` with a wrapt FunctionWrapper around the original (found through the MRO)."""
+        import wrapt
+
+        wrapped = wrapt.FunctionWrapper(_raw_attribute(owner, attr), wrapper)
+        self.set(owner, attr, wrapped)
+        self._wrappers.append(wrapped)
+        return wrapped
+
+    def wrap_function(self, module, attr, wrapper):
+        """``wrap`` for a module-level function that other modules import by name: where ``module.attr`` already is
+        this wrapper's (imported from a module this patch wrapped first), it is kept, and revert puts the original
+        back there too."""
+        current = vars(module).get(attr)
+        if getattr(current, "_self_wrapper", None) is not wrapper:
+            return self.wrap(module, attr, wrapper)
+        self.on_revert(lambda: vars(module).get(attr) is current and setattr(module, attr, current.__wrapped__))
+        return current
+
+    def put_back(self, module, names, home=None):
+        """Put names a release removed back into ``module`` (``names``: name -> value): reachable by attribute access
+        and ``from module import name``, through the module's ``__getattr__`` (PEP 562; asked before the module's own),
+        never listed in its ``dir()`` or ``__all__``. A function or class of zeropatch's among them stands for the
+        library's: it carries the library's ``__module__`` (``home``: where the library defined it, by default
+        ``module``) and a plain ``__qualname__``, so that it pickles by reference; revert gives its names back."""
+        home = home or module.__name__
+        for name, value in names.items():
+            if isinstance(value, (type, _FUNCTION)) and value.__module__.split(".")[0] == "zeropatch":
+                self.on_revert(lambda value=value, names=(value.__module__, value.__qualname__): _rename(value, *names))
+                _rename(value, home, name)
+        getter = _PutBack(module.__name__, dict(names), vars(module).get("__getattr__"))
+        self.set(module, "__getattr__", getter)
+        self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
+
+    def on_revert(self, callback):
+        self._undo.append(callback)
+
+    def changes(self):
+        """(owner, attr, original or _ABSENT, value set) of every change, oldest first."""
+        return [step for step in self._undo if not callable(step)]
+
+    def replaced(self):
+        """The changes that no longer hold the value this patcher set (someone replaced them since; a wrapper stacked
+        on ours, another patch's on the same method, still holds it)."""
+        return [(owner, attr) for owner, attr, _, value in self.changes()
+                if vars(owner).get(attr, _ABSENT) is not value and _stacked_on(vars(owner).get(attr), value) is None]
+
+    def revert(self):
+        """Undo every change, newest first. Where a wrapper was stacked on ours since (another patch on the same
+        method), ours is taken out from under it; a value someone else has set instead of ours (a reload of the
+        target) is theirs: it stays."""
+        while self._undo:
+            step = self._undo.pop()
+            if callable(step):
+                step()
+                continue
+            owner, attr, original, value = step
+            inner = value.__wrapped__ if any(value is ours for ours in self._wrappers) else original
+            current = vars(owner).get(attr, _ABSENT)
+            if current is not value:
+                above = _stacked_on(current, value)
+                if above is not None:
+                    above.__wrapped__ = inner
+            elif original is _ABSENT:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, inner)
+        self._wrappers.clear()
+
+
+_FUNCTION = type(lambda: None)
+
+
+def _rename(value, module, qualname):
+    value.__module__, value.__qualname__ = module, qualname
+
+
+class _PutBack:
+    """A module's ``__getattr__`` (PEP 562) that answers the names a patch put back, then asks the one it replaced."""
+
+    __slots__ = ("module_name", "names", "previous")
+
+    def __init__(self, module_name, names, previous):
+        self.module_name = module_name
+        self.names = names
+        self.previous = previous
+
+    def __call__(self, attr):
+        if attr in self.names:
+            return self.names[attr]
+        if self.previous is not None:
+            return self.previous(attr)
+        raise AttributeError(f"module {self.module_name!r} has no attribute {attr!r}")
+
+
+def _stacked_on(current, value):
+    """The wrapt wrapper in ``current``'s chain of wrappers that wraps ``value`` directly, or None."""
+    while current is not value and hasattr(current, "_self_wrapper"):
+        if current.__wrapped__ is value:
+            return current
+        current = current.__wrapped__
+    return None
+
+
+def _raw_attribute(owner, attr):
+    for klass in owner.__mro__ if isinstance(owner, type) else (owner,):
+        if attr in vars(klass):
+            return vars(klass)[attr]
+    raise Skip(f"{getattr(owner, '__qualname__', owner)!r} has no attribute {attr!r}")
