@@ -107,8 +107,23 @@ ALIASES = {
 }
 
 
+def _lacks(numpy, name):
+    """Whether numpy has no ``name`` at all: numpy 1.2x still answers some, deprecated, through its ``__getattr__``."""
+    if name in vars(numpy):
+        return False
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            getattr(numpy, name)
+        except AttributeError:
+            return True
+    return False
+
+
 def apply(patcher, numpy):
-    missing = [name for name in ALIASES if name not in vars(numpy)]
+    missing = [name for name in ALIASES if _lacks(numpy, name)]
     if not missing:
         raise NotNeeded("numpy still has every alias (numpy < 1.24)")
     patcher.put_back(numpy, {name: ALIASES[name](numpy) for name in missing})
