@@ -177,6 +177,15 @@ def test_every_patch_has_a_repro_and_a_readme():
     assert set(REPROS) == set(valid_names())
 
 
+def test_no_repro_checks_with_assert():
+    """A repro's checks must survive `python -O`, which strips assert statements: explicit `if ...: raise`."""
+    import ast
+
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sorted((ROOT / "patches").glob("*/repro.py"))
+             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))) if isinstance(node, ast.Assert)]
+    assert not found, "assert statements in repros (stripped by python -O): " + ", ".join(found)
+
+
 @pytest.mark.parametrize("name", list(REPROS))
 def test_repro_fails_without_the_patch_and_passes_with_it(name, tmp_path):
     from zeropatch import _core

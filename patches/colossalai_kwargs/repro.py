@@ -20,7 +20,8 @@ def shardformer_t5(model):
 
     class T5EncoderPolicy(Policy):
         def config_sanity_check(self):
-            assert not self.shard_config.enable_tensor_parallelism
+            if self.shard_config.enable_tensor_parallelism:
+                raise AssertionError("T5EncoderPolicy does not support tensor parallelism")
 
         def preprocess(self):
             return self.model

@@ -18,7 +18,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def main():
-    assert torch.cuda.is_available(), "Training currently requires at least one GPU."
+    if not torch.cuda.is_available():
+        raise AssertionError("Training currently requires at least one GPU.")
     if "RANK" not in os.environ:  # `python repro.py`: one local rank; port 0 lets the store pick a free port
         os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
     dist.init_process_group(backend="nccl")

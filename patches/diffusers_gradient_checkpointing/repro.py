@@ -46,9 +46,12 @@ model = LegacyDiT().train()
 x = torch.randn(4, 16)
 plain = gradients(model, x)
 model.enable_gradient_checkpointing()
-assert model.gradient_checkpointing and model.is_gradient_checkpointing
+if not (model.gradient_checkpointing and model.is_gradient_checkpointing):
+    raise SystemExit("repro: enable_gradient_checkpointing() did not switch checkpointing on")
 checkpointed = gradients(model, x)
-assert all(torch.equal(a, b) for a, b in zip(plain, checkpointed))
+if not all(torch.equal(a, b) for a, b in zip(plain, checkpointed)):
+    raise SystemExit("repro: the gradients with checkpointing differ from those without")
 model.disable_gradient_checkpointing()
-assert not model.gradient_checkpointing
+if model.gradient_checkpointing:
+    raise SystemExit("repro: disable_gradient_checkpointing() left checkpointing on")
 print("repro: the legacy model trained with gradient checkpointing, gradients bit for bit")

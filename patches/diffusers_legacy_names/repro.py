@@ -38,9 +38,12 @@ torch.manual_seed(0)
 model = LatteStyle()
 # a checkpoint saved under diffusers 0.24: the caption projection has its y_embedding (120 tokens x caption_channels)
 checkpoint = {key: torch.randn_like(value) for key, value in model.state_dict().items()}
-assert checkpoint["caption_projection.y_embedding"].shape == (120, 32)
+if checkpoint["caption_projection.y_embedding"].shape != (120, 32):
+    raise SystemExit(f"repro: y_embedding has shape {tuple(checkpoint['caption_projection.y_embedding'].shape)}, "
+                     "not diffusers 0.24's (120, 32)")
 model.load_state_dict(checkpoint, strict=True)
 latents = randn_tensor((4, 4, 8, 8), generator=torch.Generator().manual_seed(0))
 out = model(latents, torch.randn(4, 5, 32), torch.tensor([1.0, 2.0, 3.0, 4.0])).sample
-assert out.shape == (4, 16, 48) and torch.isfinite(out).all()
+if out.shape != (4, 16, 48) or not torch.isfinite(out).all():
+    raise SystemExit(f"repro: the model gave shape {tuple(out.shape)} (expected (4, 16, 48)) or non-finite values")
 print("repro: Latte's diffusers 0.24 imports built the model, loaded its checkpoint strictly and ran")

@@ -40,14 +40,18 @@ def main():
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
         engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=path)
-        assert engine.bfloat16_enabled() and engine.zero_optimization_stage() == 2
-        assert not engine.zero_offload_optimizer() and not engine.zero_offload_param()
+        if not engine.bfloat16_enabled() or engine.zero_optimization_stage() != 2:
+            raise SystemExit(f"repro: expected bf16 under ZeRO-2, got bf16={engine.bfloat16_enabled()}, "
+                             f"stage {engine.zero_optimization_stage()}")
+        if engine.zero_offload_optimizer() or engine.zero_offload_param():
+            raise SystemExit("repro: the legacy cpu_offload: false / cpu_offload_params: false turned offload on")
         for _ in range(2):
             loss = engine(torch.randn(2, 8, dtype=torch.bfloat16)).float().square().mean()
             engine.backward(loss)
             engine.step()
         with open(path) as file:
-            assert json.load(file) == LEGACY  # the user's file is untouched
+            if json.load(file) != LEGACY:  # the user's file is untouched
+                raise SystemExit("repro: the user's ds_config.json was changed")
     print(f"repro: the legacy ds_config trained 2 bf16 steps under ZeRO-2 (loss {loss.item():.4f})")
 
 

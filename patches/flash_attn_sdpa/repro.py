@@ -39,7 +39,8 @@ block = Attention(64, 4).to(torch.bfloat16)
 x = torch.randn(2, 16, 64, dtype=torch.bfloat16)
 q, k, v = block.qkv(x).view(2, 16, 3, 4, 16).permute(2, 0, 1, 3, 4).unbind(0)
 out = flash_attn_func(q, k, v, softmax_scale=16 ** -0.5)
-assert out.dtype == torch.bfloat16 and out.shape == q.shape
+if out.dtype != torch.bfloat16 or out.shape != q.shape:
+    raise SystemExit(f"repro: flash_attn_func gave {out.dtype} {tuple(out.shape)}, expected bfloat16 {tuple(q.shape)}")
 torch.testing.assert_close(out.double(), dense(q, k, v), rtol=2e-2, atol=2e-2)
 
 lengths = [16, 9, 12]  # VideoSys: q/k/v viewed as [total, H, D], cu_seqlens from the lengths

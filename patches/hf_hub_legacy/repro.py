@@ -33,7 +33,11 @@ with tempfile.TemporaryDirectory() as cache:
     vae = AutoencoderKL(block_out_channels=(8,), norm_num_groups=4, latent_channels=2, sample_size=8)
     offline_hub_cache(vae, cache, "legacy/tiny-vae")
     loaded = AutoencoderKL.from_pretrained("legacy/tiny-vae", cache_dir=cache, local_files_only=True)
-    assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), vae.state_dict().values()))
-    assert callable(cached_download) and hf_hub_url("legacy/tiny-vae", "config.json").endswith("/resolve/main/config.json")
-    assert HfFolder.get_token() is None or isinstance(HfFolder.get_token(), str)
+    if not all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), vae.state_dict().values())):
+        raise SystemExit("repro: the VAE loaded from the hub cache differs from the one saved")
+    url = hf_hub_url("legacy/tiny-vae", "config.json")
+    if not callable(cached_download) or not url.endswith("/resolve/main/config.json"):
+        raise SystemExit(f"repro: cached_download is {cached_download!r}; hf_hub_url gave {url!r}")
+    if not (HfFolder.get_token() is None or isinstance(HfFolder.get_token(), str)):
+        raise SystemExit(f"repro: HfFolder.get_token() gave {HfFolder.get_token()!r}, not a token or None")
 print(f"repro: diffusers {diffusers.__version__} imported and loaded its VAE from the hub cache")

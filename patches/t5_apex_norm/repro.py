@@ -15,9 +15,8 @@ import torch
 
 def recover_t5_layer_norm(module):
     """Open-Sora's T5LayerNorm.from_native_module: the layer must be apex's."""
-    assert module.__class__.__name__ == "FusedRMSNorm", (
-        "Recovering T5LayerNorm requires the original layer to be apex's Fused RMS Norm."
-    )
+    if module.__class__.__name__ != "FusedRMSNorm":
+        raise AssertionError("Recovering T5LayerNorm requires the original layer to be apex's Fused RMS Norm.")
     return module.weight.detach().clone()
 
 

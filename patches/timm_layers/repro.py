@@ -35,14 +35,17 @@ def timm_06_checkpoint(model):
     torch.save(model, buffer, _use_new_zipfile_serialization=False)
     saved, old_path = buffer.getvalue(), b"timm.models.layers.drop\nDropPath"
     saved = saved if old_path in saved else saved.replace(b"timm.layers.drop\nDropPath", old_path)  # timm >= 0.9
-    assert old_path in saved
+    if old_path not in saved:
+        raise SystemExit("repro: the checkpoint does not record DropPath under timm 0.6's path")
     return saved
 
 
 torch.manual_seed(0)
 model = PatchEmbed().eval()
-assert to_2tuple(3) == (3, 3)
+if to_2tuple(3) != (3, 3):
+    raise SystemExit(f"repro: to_2tuple(3) gave {to_2tuple(3)!r}")
 loaded = torch.load(io.BytesIO(timm_06_checkpoint(model)), weights_only=False)  # the user's own old checkpoint
 x = torch.randn(2, 4, 8, 8)
-assert torch.equal(loaded(x), model(x)) and type(loaded.drop_path) is DropPath
+if not torch.equal(loaded(x), model(x)) or type(loaded.drop_path) is not DropPath:
+    raise SystemExit(f"repro: the timm 0.6 checkpoint loaded as {type(loaded.drop_path)}, or gives other output")
 print("repro: timm 0.6's layer paths imported and the timm 0.6 checkpoint loaded")

@@ -22,14 +22,18 @@ with tempfile.TemporaryDirectory() as folder:
         torch.save(shard, os.path.join(folder, name))
     with open(os.path.join(folder, "pytorch_model.bin.index.json"), "w") as file:
         json.dump(index, file)
-    assert index is not None and len(shards) > 1, "expected several shards"
-    assert all(name.startswith("pytorch_model-") and name.endswith(f"-of-{len(shards):05d}.bin") for name in shards)
+    if index is None or len(shards) <= 1:
+        raise SystemExit(f"repro: expected several shards and an index, got {len(shards)} shard(s), index {index!r}")
+    if not all(name.startswith("pytorch_model-") and name.endswith(f"-of-{len(shards):05d}.bin") for name in shards):
+        raise SystemExit(f"repro: shard names not in the legacy pattern: {sorted(shards)}")
     with open(os.path.join(folder, "pytorch_model.bin.index.json")) as file:
         weight_map = json.load(file)["weight_map"]
     loaded = {}
     for name in sorted(set(weight_map.values())):
         loaded.update(torch.load(os.path.join(folder, name)))
-assert loaded.keys() == state_dict.keys() and all(torch.equal(loaded[k], state_dict[k]) for k in state_dict)
+if loaded.keys() != state_dict.keys() or not all(torch.equal(loaded[k], state_dict[k]) for k in state_dict):
+    raise SystemExit("repro: the shards did not load back to the saved state dict")
 single, no_index = shard_checkpoint(state_dict)
-assert no_index is None and list(single) == ["pytorch_model.bin"]
+if no_index is not None or list(single) != ["pytorch_model.bin"]:
+    raise SystemExit(f"repro: unsharded, expected one pytorch_model.bin and no index, got {list(single)}, {no_index!r}")
 print(f"repro: saved in {len(shards)} shards with an index and loaded back bit for bit")

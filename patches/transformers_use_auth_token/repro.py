@@ -16,7 +16,9 @@ with tempfile.TemporaryDirectory() as folder:
                                                      intermediate_size=16, vocab_size=32, num_labels=3))
     saved.save_pretrained(folder)
     config = AutoConfig.from_pretrained(folder, use_auth_token=True)
-    assert not hasattr(config, "use_auth_token"), "the config kept the token as an attribute"
+    if hasattr(config, "use_auth_token"):
+        raise SystemExit("repro: the config kept the token as an attribute")
     model = AutoModelForSequenceClassification.from_pretrained(folder, config=config, use_auth_token=True)
-    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved.state_dict().values()))
+    if not all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved.state_dict().values())):
+        raise SystemExit("repro: the loaded model's weights differ from those saved")
 print("repro: config and model loaded with use_auth_token=True")
