@@ -5,7 +5,8 @@ gradient checkpointing, diffusers' CaptionProjection.
 
     zeropatch run -- python examples/finetune_2023.py [--steps 3]
 
-On today's releases, without zeropatch, it stops at the first of: `from transformers import AdamW` (4.50),
+On today's releases, without zeropatch, it stops at the first of: `import diffusers` with the suite's diffusers 0.24
+(Latte's pin: `hf_cache_home`, `cached_download`, removed from huggingface_hub), `from transformers import AdamW` (4.50),
 `CaptionProjection` (diffusers 0.27), `Accelerator(logging_dir=...)` (accelerate 1.0), `cpu_offload_params` and the
 loss-scale keys in `bf16` (DeepSpeed's strict config), `use_auth_token` (transformers 5); and, had it run, transformers
 5 would have un-frozen the frozen parameters. It prints the check at the end: frozen weights bit-identical.
