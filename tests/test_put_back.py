@@ -63,3 +63,19 @@ print("checked", state, len(checked), sorted(checked)[:3])
 ''', env=clean_environment(ZEROPATCH="hf_hub_legacy" if name == "diffusers_legacy_names" else "0"))
     assert_ok(result)
     assert result.stdout.splitlines()[-1].startswith("checked"), result.stdout
+
+
+def test_putting_back_twice_into_one_module_is_one_change_that_reverts_whole():
+    assert_ok(run_python('''
+import types
+from zeropatch._core import Patcher
+module = types.ModuleType("legacy_library")
+patcher = Patcher()
+patcher.put_back(module, {"first": 1})
+patcher.put_back(module, {"second": 2})
+assert (module.first, module.second) == (1, 2)
+assert len(patcher.changes()) == 1 and not patcher.replaced(), (patcher.changes(), patcher.replaced())
+patcher.revert()
+assert "__getattr__" not in vars(module) and not hasattr(module, "first") and not hasattr(module, "second")
+print("ok")
+''', env=clean_environment(ZEROPATCH="0")))

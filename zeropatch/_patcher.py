@@ -41,13 +41,19 @@ class Patcher:
         and ``from module import name``, through the module's ``__getattr__`` (PEP 562; asked before the module's own),
         never listed in its ``dir()`` or ``__all__``. A function or class of zeropatch's among them stands for the
         library's: it carries the library's ``__module__`` (``home``: where the library defined it, by default
-        ``module``) and a plain ``__qualname__``, so that it pickles by reference; revert gives its names back."""
+        ``module``) and a plain ``__qualname__``, so that it pickles by reference; revert gives its names back.
+        Called again for the same module, it adds the names to the getter it set (one change to revert, never one
+        of its own changes seen as replaced by the next)."""
         home = home or module.__name__
         for name, value in names.items():
             if isinstance(value, (type, _FUNCTION)) and value.__module__.split(".")[0] == "zeropatch":
                 self.on_revert(lambda value=value, names=(value.__module__, value.__qualname__): _rename(value, *names))
                 _rename(value, home, name)
-        getter = _PutBack(module.__name__, dict(names), vars(module).get("__getattr__"))
+        current = vars(module).get("__getattr__")
+        if any(current is value for owner, attr, _, value in self.changes() if owner is module):
+            current.names.update(names)  # this patch's getter already answers for module: one getter per patch
+            return
+        getter = _PutBack(module.__name__, dict(names), current)
         self.set(module, "__getattr__", getter)
         self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
 

@@ -1,13 +1,13 @@
 """gloo_exit: processes that ran gloo collectives no longer abort at exit ("terminate called without an active exception").
 
-Breaks: torch 2.13 and 2.15 (the releases run here), any script that ends without
+Breaks: torch 2.13, 2.14 and 2.15 (the releases run here), any script that ends without
 ``destroy_process_group()`` after gloo collectives: most legacy training scripts, and every CPU run. A gloo
 worker thread can hold the last reference to a finished collective after the main thread has moved on;
 releasing it drops the Python tensors the collective used, which needs the GIL. If the interpreter has
 begun finalising by then, Python stops that thread with pthread_exit inside a noexcept destructor
 (``ProcessGroupGloo::AsyncWork::~AsyncWork``) and std::terminate aborts the process (exit -6), after its
 work is done and its output printed. Seen in 14 of 80 processes of a plain two-rank all_reduce script on
-2.13 and 12 of 60 on 2.15.
+2.13, 15 of 30 on 2.14.1 (torchrun, 2026-11-25) and 12 of 60 on 2.15.
 
 Changes: at exit, while the interpreter is still whole (an atexit handler), in a process with a gloo group:
 ``destroy_process_group()``, which shuts down every group and joins the gloo worker threads of the groups nobody
@@ -120,7 +120,7 @@ PATCH = Patch(
     summary="processes that ran gloo collectives shut their groups down at exit instead of aborting "
     "(\"terminate called without an active exception\")",
     package="torch",
-    affected="2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.15 too)",
+    affected="2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.14 and 2.15 too)",
     targets=("torch.distributed",),
     apply=apply,
     errors=(r"terminate called without an active exception",),

@@ -5,8 +5,9 @@ Breaks: ColossalAI's T5 policies (its own, and Open-Sora's ``T5EncoderPolicy``: 
 ``shardformer=True``) replace ``T5LayerSelfAttention`` / ``T5LayerCrossAttention.forward`` (jit-fused dropout and
 residual) and, with ``enable_flash_attention``, ``T5Attention.forward``, each written for one transformers
 release. Newer transformers call them with keywords they lack: ``cache_position`` (transformers 4.4x-4.5x, the
-replacements of ColossalAI <= 0.4.x), ``past_key_values`` (transformers 5, every ColossalAI): "TypeError:
-get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword argument 'past_key_values'". The
+replacements of ColossalAI <= 0.4.x), ``past_key_values`` (transformers 5, every ColossalAI), renamed ``cache`` in
+transformers 5.24: "TypeError: get_T5_layer_self_attention_forward.<locals>.forward() got an unexpected keyword
+argument 'past_key_values'" (5.24: ``'cache'``). The
 4.x attention forward also returns (output, cache, position bias), where 5.x reads (output, position bias,
 weights): the layers after the first would lose T5's relative position bias.
 
@@ -84,15 +85,15 @@ def apply(patcher, module):
 PATCH = Patch(
     "shardformer_t5",
     summary="ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
-    "transformers' own where they lack its parameters ('past_key_values', 'cache_position')",
+    "transformers' own where they lack its parameters ('cache', 'past_key_values', 'cache_position')",
     package="transformers",
-    affected="5.0.0-5.23.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
+    affected="5.0.0-5.24.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
              "ColossalAI, in the suite)",
     targets=("colossalai.shardformer.modeling.t5", "colossalai.shardformer.policies.t5"),
     apply=apply,
     errors=(r"get_T5_layer_(self|cross)_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
-            r"'(past_key_values|cache_position)'",
+            r"'(cache|past_key_values|cache_position)'",
             r"past_key_value should have 2 past states: keys and values\. Got \d+ past states",
             r"get_t5_flash_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
-            r"'(past_key_values|cache_position)'"),
+            r"'(cache|past_key_values|cache_position)'"),
 )
