@@ -15,7 +15,9 @@
 - ``peer_suites``: the libraries' own test suites with zeropatch off and on (``python3 -m nox -s peer_suites``; not CI):
   every difference is listed with its reason in compat/peer_suites/, or the run fails (tools/peer_suite.py).
 
-Each test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped.
+Each test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped. Some install
+an old release beside their own (REFERENCES: transformers 4.49.0 in 0.4.0, torchvision 0.25.0 in today), with which
+the tests compare what a patch restores, bit for bit.
 
 colossalai is installed with --no-deps (its metadata pins torch<=2.5.1 and transformers==4.51.3) and then only
 what its import really needs. DeepSpeed is built from source with its shared-memory communication op compiled
@@ -23,6 +25,8 @@ at install time (DS_BUILD_SHM_COMM=1): nothing is JIT-compiled at run time, so n
 ~/.cache/torch_extensions. The CPU sessions go through tests/constraints.txt, so that no package can drag in
 a CUDA build of torch.
 """
+
+import os
 
 import nox
 
@@ -48,7 +52,11 @@ REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 41, "0.4.0": 54, "today": 6}
+SKIP_BUDGET = {"0.5.0": 41, "0.4.0": 53, "today": 5}
+# the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
+# compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
+REFERENCES = {"0.4.0": ["transformers==4.49.0"],  # the last transformers with its own AdamW (transformers_adamw)
+              "today": ["torchvision==0.25.0"]}  # the last torchvision with video I/O (torchvision_video)
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
            "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "wrapt")
 DS_OP_BUILT = (
@@ -77,11 +85,23 @@ def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
 
-def run_suite(session, required, skip_budget):
+def install_references(session, requirements):
+    """Each old release in its own folder of the environment, ``references/<name>-<version>``; the folders."""
+    folders = []
+    for requirement in requirements:
+        folder = os.path.join(session.virtualenv.location, "references", requirement.replace("==", "-"))
+        if not os.path.isdir(folder):
+            session.install("--no-deps", "--target", folder, requirement)
+        folders.append(folder)
+    return folders
+
+
+def run_suite(session, required, skip_budget, references=()):
     session.run("zeropatch", "status")
     # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway)
     session.run("pytest", *(session.posargs or ["-n", "2", "tests"]),
-                env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": str(skip_budget)})
+                env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": str(skip_budget),
+                     "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
 
 
 def install_today_targets(session):
@@ -107,14 +127,15 @@ def example(session):
 @nox.parametrize("colossalai", list(STACKS))
 def tests(session, colossalai):
     install_cpu_targets(session, colossalai)
-    run_suite(session, REQUIRED[colossalai], SKIP_BUDGET[colossalai])
+    references = install_references(session, REFERENCES.get(colossalai, []))
+    run_suite(session, REQUIRED[colossalai], SKIP_BUDGET[colossalai], references)
 
 
 @nox.session
 def today(session):
     """The whole suite on what `pip install` gives today (unpinned), with the versions it got printed first."""
     install_today_targets(session)
-    run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"])
+    run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"], install_references(session, REFERENCES["today"]))
 
 
 SWEEP_BASES = {  # stack -> what its environment holds besides the releases tools/sweep.py installs one by one

@@ -217,6 +217,19 @@ def requires(*modules):
     return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
 
 
+def reference_release(name):
+    """The folder of an old release of ``name`` that this nox session installed beside its own (a folder named
+    ``<name>-<version>`` in ZEROPATCH_TEST_REFERENCES), to compare a restored behaviour with the release that had it;
+    None where the session has none. A folder the session names but lacks is an error, never a skip."""
+    folders = [folder for folder in os.environ.get("ZEROPATCH_TEST_REFERENCES", "").split(os.pathsep) if folder]
+    for folder in folders:
+        if os.path.basename(folder).startswith(name + "-"):
+            if not os.path.isdir(folder):
+                raise RuntimeError(f"{folder} is missing: this test session installs {name} there (noxfile.py)")
+            return folder
+    return None
+
+
 def distribution_version(name):
     """The installed version tuple of a distribution, or None."""
     import importlib.metadata

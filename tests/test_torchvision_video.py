@@ -1,11 +1,11 @@
 """torchvision_video on a real torchvision without video I/O (>= 0.26) and real PyAV: frames equal what PyAV decodes,
 written clips read back (bit for bit with a lossless codec), 0.25's selection, timestamps, audio, the helpers
-Open-Sora 1.2 imports, no PyAV, uninstall. Where torchvision <= 0.25 is installed, the restored functions are
-compared with torchvision's own."""
+Open-Sora 1.2 imports, no PyAV, uninstall. The restored functions are compared with torchvision 0.25's own: the
+installed one where it is <= 0.25 (the sweep), else 0.25.0 installed beside the session's own (the today session)."""
 
 import pytest
 
-from conftest import assert_ok, distribution_version, requires, run_python
+from conftest import assert_ok, distribution_version, reference_release, requires, run_python
 
 pytestmark = requires("torch", "torchvision", "av")
 
@@ -170,9 +170,27 @@ print("ok")
 '''))
 
 
-@pytest.mark.skipif((distribution_version("torchvision") or (99,)) >= (0, 26), reason="needs torchvision <= 0.25")
+def torchvision_0_25():
+    """Code that, run first, makes ``import torchvision`` torchvision 0.25: nothing where it is installed, else the
+    release beside this session's own, first on the path. Only its ``_meta_registrations`` is left out: it registers
+    kernels for its C++ operators, whose library (built for torch 2.10) today's torch does not load; the video I/O
+    (the PyAV path) is pure Python, all 0.25's own."""
+    if (distribution_version("torchvision") or (99,)) < (0, 26):
+        return ""
+    folder = reference_release("torchvision")
+    if folder is None:
+        pytest.skip("needs torchvision <= 0.25, installed or beside the session's own (the today session has 0.25.0)")
+    return f'''
+import sys, types
+sys.path.insert(0, {folder!r})
+sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
+'''
+
+
 def test_restored_functions_equal_torchvision_0_25_own():
-    assert_ok(run_python(PRELUDE + '''
+    assert_ok(run_python(torchvision_0_25() + PRELUDE + '''
+import torchvision
+assert torchvision.__version__.startswith("0.25."), f"compared with torchvision {torchvision.__version__}"
 assert zeropatch.status("torchvision_video")[0].state == "not-needed"
 paths = {codec: os.path.join(folder, codec + ".mp4") for codec in ("libx264", "libx264rgb", "mpeg4")}
 for codec, path in paths.items():

@@ -1,10 +1,10 @@
 """transformers_adamw: transformers' AdamW arithmetic and defaults, not torch's. Against a float64 reference of the
-update transformers < 4.50 made, and, where transformers still has its own AdamW (4.49, in the sweep), bit for bit
-against it."""
+update transformers < 4.50 made, and bit for bit against transformers' own AdamW: the installed one where it still
+has it (the sweep's 4.49), else transformers 4.49.0 installed beside the session's own (the 0.4.0 session)."""
 
 import pytest
 
-from conftest import assert_ok, clean_environment, requires, run_python
+from conftest import assert_ok, clean_environment, reference_release, requires, run_python
 
 pytestmark = requires("torch", "transformers")
 
@@ -57,12 +57,15 @@ print("ok")
 '''))
 
 
-def test_bit_for_bit_with_the_real_one_where_transformers_has_it():
-    has_it = run_python("import transformers.optimization as o; print('AdamW' in vars(o))", env=clean_environment(ZEROPATCH="0"))
+def test_bit_for_bit_with_transformers_own():
+    reference = reference_release("transformers")  # transformers 4.49, first on the path: its own AdamW
+    env = clean_environment(ZEROPATCH="0", **({"PYTHONPATH": reference} if reference else {}))
+    has_it = run_python("import transformers.optimization as o; print('AdamW' in vars(o))", env=env)
     if has_it.stdout.strip().splitlines()[-1:] != ["True"]:
-        pytest.skip("this transformers has no AdamW of its own (the sweep runs 4.49.0, which has)")
-    assert_ok(run_python('''
-import torch, transformers.optimization as optimization
+        pytest.skip("this transformers has no AdamW of its own and none is beside it (the 0.4.0 session has 4.49.0)")
+    result = run_python('''
+import torch, transformers, transformers.optimization as optimization
+print("transformers", transformers.__version__, "from", transformers.__file__)
 import warnings
 from zeropatch.patches.transformers.transformers_adamw import _legacy_adamw
 ours = _legacy_adamw(torch)
@@ -82,4 +85,6 @@ for kwargs in ({}, {"lr": 1e-2, "weight_decay": 0.1}, {"correct_bias": False}):
     assert all(torch.equal(a, b) for a, b in zip(runs[0][0], runs[1][0])), kwargs
     assert runs[0][1]["state"][0]["step"] == runs[1][1]["state"][0]["step"]
 print("ok: bit for bit")
-'''))
+''', env=env)
+    assert_ok(result)
+    assert not reference or f"from {reference}" in result.stdout, result.stdout  # compared with the release beside

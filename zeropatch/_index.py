@@ -354,7 +354,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'processes that ran gloo collectives shut their groups down at exit instead of aborting ("terminate '
               'called without an active exception")',
    'package': 'torch',
-   'affected': '2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.14 and 2.15 too)',
+   'affected': '2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.15 too)',
    'errors': ('terminate called without an active exception',),
    'default': True,
    'provides': False,
@@ -486,8 +486,8 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': "ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
               "transformers' own where they lack its parameters ('cache', 'past_key_values', 'cache_position')",
    'package': 'transformers',
-   'affected': "5.0.0-5.24.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
-               'ColossalAI, in the suite)',
+   'affected': "5.0.0-5.23.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
+               "ColossalAI, and today's release, in the suite)",
    'errors': ('get_T5_layer_(self|cross)_attention_forward\\.<locals>\\.forward\\(\\) got an unexpected keyword '
               "argument '(cache|past_key_values|cache_position)'",
               'past_key_value should have 2 past states: keys and values\\. Got \\d+ past states',

@@ -120,7 +120,7 @@ PATCH = Patch(
     summary="processes that ran gloo collectives shut their groups down at exit instead of aborting "
     "(\"terminate called without an active exception\")",
     package="torch",
-    affected="2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.14 and 2.15 too)",
+    affected="2.10-2.15 (gloo; the repro forces it on 2.10-2.13, aborts seen on 2.15 too)",
     targets=("torch.distributed",),
     apply=apply,
     errors=(r"terminate called without an active exception",),

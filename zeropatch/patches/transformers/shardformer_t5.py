@@ -87,8 +87,8 @@ PATCH = Patch(
     summary="ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
     "transformers' own where they lack its parameters ('cache', 'past_key_values', 'cache_position')",
     package="transformers",
-    affected="5.0.0-5.24.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
-             "ColossalAI, in the suite)",
+    affected="5.0.0-5.23.0 (swept, with ColossalAI's latest shardformer; transformers' late 4.x releases under older "
+             "ColossalAI, and today's release, in the suite)",
     targets=("colossalai.shardformer.modeling.t5", "colossalai.shardformer.policies.t5"),
     apply=apply,
     errors=(r"get_T5_layer_(self|cross)_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
