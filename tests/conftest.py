@@ -21,7 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
-ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT")
+ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT",
+                      "ZEROPATCH_LEGACY")
 STEP_SECONDS = 300  # the default bound of one subprocess step
 SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-")  # this test session's files, removed when it ends
 PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing else

@@ -59,6 +59,9 @@ CASES = {
     "hf_frozen_params": (("transformers",), ("transformers.modeling_utils",),
                          "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                          "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils",),
+                            "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
+                            "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),
@@ -241,6 +244,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_post_init", "t5_apex_norm"): ("transformers",),
     ("hf_post_init", "hf_frozen_params"): ("transformers",),
     ("hf_frozen_params", "transformers_use_auth_token"): ("transformers",),
+    ("hf_frozen_params", "hf_checkpoint_dtype"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
 }
 

@@ -102,6 +102,8 @@ REPROS = {
                           None, "repro: logging_dir, even_batches and split_batches took effect"),
     "hf_frozen_params": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                          None, "repro: 4 frozen parameters stayed frozen and bit-identical"),
+    "hf_checkpoint_dtype": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
+                            None, "repro: float32 master weights, one mixed-precision step trained"),
     "transformers_adamw": (("torch", "transformers"), None, "all", {},
                            lambda: distribution_version("transformers") >= (4, 50), None,
                            "repro: transformers.AdamW trained 5 steps with its own defaults"),

@@ -1,0 +1,59 @@
+"""zeropatch._legacy: which release a repository's code was written for, read off its own pins in every file kind
+the real repositories use (alpaca's requirements.txt, LLaVA's and FastChat's pyproject.toml, setup.py, conda's
+environment.yml), from the script's folder up to the repository's root; what is not a pin of the package is not
+read as one; a declaration naming nothing installed says what is valid."""
+
+import pytest
+
+from conftest import assert_ok, clean_environment, run_python
+from zeropatch._legacy import find_pin
+
+
+def pin_in(tmp_path, name, text, package="transformers"):
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / name).write_text(text)
+    found = find_pin(package, tmp_path)
+    return None if found is None else found[1:]
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("requirements.txt", "numpy\ntransformers>=4.28.1\ntorch\n", ("transformers>=4.28.1", (4, 28, 1), None)),
+    ("requirements.txt", "transformers==4.37.2 # LLaVA\n", ("transformers==4.37.2", (4, 37, 2), None)),
+    ("requirements.txt", "transformers >= 4.31, <4.40\n", ("transformers>= 4.31, <4.40", (4, 31), (4, 40))),
+    ("requirements.txt", "transformers<5\n", ("transformers<5", None, (5,))),
+    ("requirements-train.txt", "Transformers~=4.30.0\n", ("transformers~=4.30.0", (4, 30, 0), None)),
+    ("pyproject.toml", 'dependencies = [\n  "torch==2.0.1", "transformers==4.37.2", "tokenizers==0.15.1",\n]\n',
+     ("transformers==4.37.2", (4, 37, 2), None)),
+    ("setup.py", 'install_requires=["transformers[sentencepiece]>=4.31.0", "fschat"]\n',
+     ("transformers>=4.31.0", (4, 31, 0), None)),
+    ("environment.yml", "dependencies:\n  - transformers=4.19.2\n  - pip:\n    - omegaconf\n",
+     ("transformers=4.19.2", (4, 19, 2), None)),
+])
+def test_pins_as_real_repositories_write_them(tmp_path, name, text, expected):
+    assert pin_in(tmp_path, name, text) == expected
+
+
+@pytest.mark.parametrize("text", ["transformers\n", "sentence-transformers==2.2.2\n", "transformers_stream==1.0\n",
+                                  "git+https://github.com/huggingface/transformers.git\n",
+                                  "transformers @ git+https://github.com/huggingface/transformers.git@main\n"])
+def test_what_is_not_a_versioned_pin_of_the_package_is_not_one(tmp_path, text):
+    assert pin_in(tmp_path, "requirements.txt", text) is None
+
+
+def test_the_search_goes_up_to_the_repository_root_and_no_further(tmp_path):
+    (tmp_path / "requirements.txt").write_text("transformers==4.28.1\n")  # outside the repository
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "llava" / "train").mkdir(parents=True)
+    assert find_pin("transformers", repository / "llava" / "train") is None
+    (repository / "pyproject.toml").write_text('dependencies = ["transformers==4.37.2"]\n')
+    assert find_pin("transformers", repository / "llava" / "train")[1:] == ("transformers==4.37.2", (4, 37, 2), None)
+
+
+
+def test_a_declaration_naming_nothing_installed_says_what_is_valid():
+    result = run_python("from zeropatch._legacy import decide; print(decide('wrapt', '99').legacy)",
+                        env=clean_environment(ZEROPATCH_LEGACY="wrapt,transformer-s"))
+    assert_ok(result)
+    assert result.stdout.split() == ["True"], result.stdout
+    assert "no installed distribution 'transformer-s' (valid: all, or the names of installed" in result.stderr, result.stderr

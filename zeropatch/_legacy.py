@@ -1,0 +1,144 @@
+"""Which release of a library the running code was written for, so that a patch restoring an old *default* applies
+the old contract only to legacy code (DESIGN: "Legacy code and new code").
+
+The decision, for one distribution and the release that changed the contract:
+1. ``ZEROPATCH_LEGACY`` declares it: ``transformers,numpy`` (written for releases before the change), ``all``, or
+   ``-transformers`` (written for the new contract; also wins over ``all``).
+2. Otherwise the pins of the repository the main script lives in: from the script's folder (``sys.argv[0]``; the
+   working folder for ``python -c`` and the interactive interpreter) up to the repository's root (the folder with
+   ``.git``), the first folder whose requirements*.txt, setup.py, setup.cfg, pyproject.toml or environment.yml pins
+   the distribution. The lowest release the pin admits (``==4.28.1``, ``>=4.28.1``, ``~=4.28``, conda's
+   ``=4.28.1``) is the release the code was written for; a pin with only an upper bound (``<5``) says "below it".
+   Legacy when that is before the change.
+3. Otherwise (no pin, an unpinned name, a git URL): not known to be legacy; the new contract stays.
+"""
+
+import os
+import re
+import sys
+
+from zeropatch._log import warn_once
+from zeropatch._versions import installed_version, version_tuple
+
+ENV_LEGACY = "ZEROPATCH_LEGACY"
+PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pyproject.toml", "environment.yml",
+             "environment.yaml")  # "requirements": every requirements*.txt, in name order
+_SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
+_DECIDED = {}  # (distribution, changed_in) -> Decision: the code does not change under a process
+
+
+class Decision:
+    """Whether the running code gets the old contract of ``distribution``, and why (one line, for status and logs)."""
+
+    __slots__ = ("legacy", "why")
+
+    def __init__(self, legacy, why):
+        self.legacy = legacy
+        self.why = why
+
+    def __repr__(self):
+        return f"Decision(legacy={self.legacy!r}, why={self.why!r})"
+
+
+def decide(distribution, changed_in):
+    """The Decision for code using ``distribution``, whose contract changed in release ``changed_in`` ("5.0")."""
+    key = (distribution, changed_in)
+    if key not in _DECIDED:
+        _DECIDED[key] = _declared(distribution) or _pinned(distribution, version_tuple(changed_in), changed_in)
+    return _DECIDED[key]
+
+
+def _normalized(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared(distribution):
+    value = os.environ.get(ENV_LEGACY, "")
+    tokens = [_normalized(token.strip()) for token in value.split(",") if token.strip()]
+    for token in tokens:
+        if token != "all" and installed_version(token.lstrip("-")) is None:
+            warn_once(f"{ENV_LEGACY}={value!r}: no installed distribution {token.lstrip('-')!r} (valid: all, or the "
+                      f"names of installed distributions, each with a leading '-' for code written for today's)")
+    name = _normalized(distribution)
+    if "-" + name in tokens:
+        return Decision(False, f"{ENV_LEGACY} declares this code written for today's {distribution}")
+    if name in tokens or "all" in tokens:
+        return Decision(True, f"{ENV_LEGACY} declares this code written for an older {distribution}")
+    return None
+
+
+def _pinned(distribution, changed, changed_text):
+    folder = _script_folder()
+    found = find_pin(distribution, folder)
+    if found is None:
+        return Decision(False, f"no pin of {distribution} found from {folder} up to its repository's root "
+                               f"(declare legacy code with {ENV_LEGACY}={distribution})")
+    path, pin, lowest, below = found
+    if lowest is not None:
+        legacy = lowest < changed
+        written = "written for " + ".".join(map(str, lowest))
+    else:
+        legacy = below <= changed
+        written = "written for releases before " + ".".join(map(str, below))
+    before = "before" if legacy else "not before"
+    return Decision(legacy, f"{path} pins {pin!r}: {written}, {before} {distribution} {changed_text}")
+
+
+def _script_folder():
+    script = sys.argv[0] if getattr(sys, "argv", None) else ""
+    if script and script not in ("-c", "-m") and os.path.isfile(script):
+        return os.path.dirname(os.path.abspath(script))
+    return os.getcwd()
+
+
+def find_pin(distribution, folder):
+    """(file, the pin as written, lowest admitted release tuple or None, upper bound tuple or None) of the first pin of
+    ``distribution`` from ``folder`` up to its repository's root; None if none pins it with a version."""
+    folder = os.path.abspath(folder)
+    while True:
+        for path in _pin_files(folder):
+            found = _pin_in(distribution, path)
+            if found is not None:
+                return (path, *found)
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return None
+        folder = parent
+
+
+def _pin_files(folder):
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    paths = []
+    for kind in PIN_FILES:
+        if kind == "requirements":
+            paths += [name for name in names if name.startswith("requirements") and name.endswith(".txt")
+                      and name != "requirements.txt"]
+        elif kind in names:
+            paths.append(kind)
+    return [os.path.join(folder, name) for name in paths if os.path.isfile(os.path.join(folder, name))]
+
+
+def _pin_in(distribution, path):
+    """The first versioned pin of ``distribution`` in one file: (pin text, lowest, upper), or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            text = file.read(1 << 20)
+    except OSError:
+        return None
+    spelled = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", distribution))
+    pattern = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*((?:(?:===|==|~=|>=|<=|!=|>|<|=)"
+                         r"\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)", re.IGNORECASE)
+    for match in pattern.finditer(text):
+        lowest = upper = None
+        for operator, version in _SPECIFIER.findall(match.group(1)):
+            release = version_tuple(version)
+            if operator in ("===", "==", "~=", ">=", ">", "="):
+                lowest = max(lowest or release, release)
+            elif operator in ("<", "<="):
+                upper = min(upper or release, release)
+        if lowest is not None or upper is not None:
+            return f"{distribution}{match.group(1).strip().rstrip(',')}", lowest, upper
+    return None

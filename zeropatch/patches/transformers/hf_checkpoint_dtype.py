@@ -1,0 +1,106 @@
+"""hf_checkpoint_dtype: legacy code's ``from_pretrained(path)`` without a dtype loads float32 again, as on transformers 4.
+
+Breaks, silently: transformers 5.0 made ``dtype="auto"`` the default of ``from_pretrained``: a checkpoint saved in
+float16 or bfloat16 (every released LLaMA, Vicuna, ...) now loads in that dtype, where 4.x built the model in
+``torch.get_default_dtype()`` (float32) and upcast the weights. The 2023 fine-tuners (stanford_alpaca, FastChat,
+LLaVA-1.5) load without a dtype and count on float32 master weights: on 5.x they train float16 weights and float16
+optimizer state under ``--bf16 True`` without a word, and ``--fp16 True`` dies in the gradient scaler
+("ValueError: Attempting to unscale FP16 gradients.").
+
+Changes: ``from_pretrained`` called with neither ``dtype`` nor ``torch_dtype`` (or both None) by code written for
+transformers < 5 (``zeropatch._legacy``: its repository's pin of transformers, or ``ZEROPATCH_LEGACY``) resolves the
+dtype as 4.x did: ``torch.get_default_dtype()``, through transformers' own path for ``dtype=None``. The decision and
+why are in ``status`` and in the job report. For code not known to be legacy nothing changes, and the first load that
+comes back in another dtype than float32 says so once, with the switch. Left as they are: an explicit dtype
+(``"auto"`` included), and quantized loads (their quantizer decides their dtype; 4.x's bitsandbytes chose float16).
+"""
+
+import contextvars
+
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, version_tuple, warn_once
+from zeropatch._legacy import ENV_LEGACY, decide
+
+CHANGED_IN = "5.0"
+OLD = "from_pretrained without a dtype: torch's default dtype, as transformers 4 (old contract)"
+NEW = "from_pretrained without a dtype: the checkpoint's dtype (transformers 5's contract kept)"
+_NO_DTYPE_GIVEN = contextvars.ContextVar("zeropatch_hf_no_dtype_given", default=False)
+_loads = {}  # OLD / NEW -> how many loads each contract decided
+_decision = []  # the Decision, made at apply
+
+
+def _mark_calls_without_dtype(wrapped, cls, args, kwargs):
+    given = kwargs.get("dtype") is not None or kwargs.get("torch_dtype") is not None
+    token = _NO_DTYPE_GIVEN.set(not given)
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _NO_DTYPE_GIVEN.reset(token)
+
+
+def _resolve_as_the_code_expects(wrapped, instance, args, kwargs):
+    import inspect
+
+    bound = inspect.signature(wrapped).bind(*args, **kwargs)
+    first = next(iter(bound.arguments))
+    implicit = (_NO_DTYPE_GIVEN.get() and bound.arguments[first] == "auto"
+                and bound.arguments.get("hf_quantizer") is None)
+    if not implicit:
+        return wrapped(*args, **kwargs)
+    _NO_DTYPE_GIVEN.set(False)  # one decision per load (a composite model's parts resolve again)
+    if _decision[0].legacy:
+        _loads[OLD] = _loads.get(OLD, 0) + 1
+        bound.arguments[first] = None  # transformers' own dtype=None path: torch.get_default_dtype()
+        inform_once(f"hf_checkpoint_dtype: from_pretrained without a dtype loads {_default_dtype_name()}, as "
+                    f"transformers 4 did ({_decision[0].why})")
+        return wrapped(*bound.args, **bound.kwargs)
+    _loads[NEW] = _loads.get(NEW, 0) + 1
+    config, dtype = wrapped(*args, **kwargs)
+    if dtype is not None and _default_dtype_name() != str(dtype).replace("torch.", ""):
+        warn_once(f"hf_checkpoint_dtype: from_pretrained without a dtype loaded {dtype} (transformers 5: the "
+                  f"checkpoint's dtype; transformers 4 loaded {_default_dtype_name()}). This code is not known to be "
+                  f"written for transformers 4 ({_decision[0].why}); if it is, {ENV_LEGACY}=transformers restores "
+                  f"4's loading")
+    return config, dtype
+
+
+def _default_dtype_name():
+    import torch
+
+    return str(torch.get_default_dtype()).replace("torch.", "")
+
+
+def report():
+    return {"note": _decision[0].why if _decision else "", "counts": dict(_loads), "first": {}}
+
+
+def apply(patcher, modeling_utils):
+    import transformers
+
+    if version_tuple(transformers.__version__) < (5,):
+        raise NotNeeded("transformers < 5 loads torch's default dtype when none is given")
+    model_class = getattr(modeling_utils, "PreTrainedModel", None)
+    resolver = getattr(modeling_utils, "_get_dtype", None)
+    if model_class is None or not callable(resolver):
+        raise Skip("transformers.modeling_utils has no PreTrainedModel or _get_dtype")
+    import inspect
+
+    if "hf_quantizer" not in inspect.signature(resolver).parameters:
+        raise Skip("_get_dtype takes no hf_quantizer")
+    _decision[:] = [decide("transformers", CHANGED_IN)]
+    patcher.wrap(model_class, "from_pretrained", _mark_calls_without_dtype)
+    patcher.wrap(modeling_utils, "_get_dtype", _resolve_as_the_code_expects)
+    contract = "old contract: torch's default dtype" if _decision[0].legacy else "new contract kept"
+    return f"from_pretrained without a dtype: {contract} ({_decision[0].why})"
+
+
+PATCH = Patch(
+    "hf_checkpoint_dtype",
+    summary="legacy code's from_pretrained(path) without a dtype loads torch's default dtype (float32), as on "
+    "transformers 4, not the checkpoint's float16",
+    package="transformers",
+    affected="5.0.0-5.23.0",
+    targets=("transformers.modeling_utils",),
+    apply=apply,
+    report=report,
+    errors=(r"Attempting to unscale FP16 gradients",),
+)
