@@ -62,6 +62,9 @@ CASES = {
     "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils",),
                             "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                             "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
+                         "from transformers import HfArgumentParser, TrainingArguments; "
+                         "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),

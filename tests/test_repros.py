@@ -104,6 +104,8 @@ REPROS = {
                          None, "repro: 4 frozen parameters stayed frozen and bit-identical"),
     "hf_checkpoint_dtype": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                             None, "repro: float32 master weights, one mixed-precision step trained"),
+    "hf_training_args": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (4, 46),
+                         None, "repro: the alpaca command line parsed with its 4.x effects; 2 steps trained"),
     "transformers_adamw": (("torch", "transformers"), None, "all", {},
                            lambda: distribution_version("transformers") >= (4, 50), None,
                            "repro: transformers.AdamW trained 5 steps with its own defaults"),

@@ -494,6 +494,30 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'brings': (),
    'targets': ('transformers.modeling_utils',),
    'report': False}),
+ ('zeropatch.patches.transformers.hf_training_args',
+  {'name': 'hf_training_args',
+   'summary': 'TrainingArguments options removed since transformers 4.46 (--evaluation_strategy, --warmup_ratio, '
+              '--fsdp_transformer_layer_cls_to_wrap, --group_by_length, ...) take effect as on 4.5x, through '
+              'HfArgumentParser and TrainingArguments(...)',
+   'package': 'transformers',
+   'affected': '4.46.3-5.23.0',
+   'errors': ('Some specified arguments are not used by the HfArgumentParser: '
+              "\\[[^\\]]*'--(evaluation_strategy|no_cuda|per_gpu_train_batch_size|per_gpu_eval_batch_size|group_by_length|warmup_ratio|fsdp_transformer_layer_cls_to_wrap|logging_dir|overwrite_output_dir|use_mps_device)'",
+              'Some keys are not used by the HfArgumentParser: '
+              "\\[[^\\]]*'(evaluation_strategy|no_cuda|per_gpu_train_batch_size|per_gpu_eval_batch_size|group_by_length|warmup_ratio|fsdp_transformer_layer_cls_to_wrap|logging_dir|overwrite_output_dir|use_mps_device)'",
+              'TrainingArguments\\.__init__\\(\\) got an unexpected keyword argument '
+              "'(evaluation_strategy|no_cuda|per_gpu_train_batch_size|per_gpu_eval_batch_size|group_by_length|warmup_ratio|fsdp_transformer_layer_cls_to_wrap|logging_dir|overwrite_output_dir|use_mps_device)'"),
+   'default': True,
+   'provides': False,
+   'unfixable': (('__init__\\(\\) got an unexpected keyword argument '
+                  "'(evaluation_strategy|no_cuda|per_gpu_train_batch_size|per_gpu_eval_batch_size|group_by_length|warmup_ratio|fsdp_transformer_layer_cls_to_wrap|logging_dir|overwrite_output_dir|use_mps_device)'",
+                  'a TrainingArguments subclass built with an option transformers removed: pass its successor '
+                  '(evaluation_strategy -> eval_strategy, no_cuda -> use_cpu, warmup_ratio -> warmup_steps as a ratio, '
+                  "group_by_length -> train_sampling_strategy='group_by_length'), or build it through "
+                  "HfArgumentParser, which zeropatch's hf_training_args translates"),),
+   'brings': (),
+   'targets': ('transformers.hf_argparser', 'transformers.training_args'),
+   'report': False}),
  ('zeropatch.patches.transformers.shardformer_t5',
   {'name': 'shardformer_t5',
    'summary': "ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
