@@ -65,6 +65,8 @@ CASES = {
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
                          "from transformers import HfArgumentParser, TrainingArguments; "
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
+    "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),
+                             "from transformers import Trainer; assert callable(Trainer.train)", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),

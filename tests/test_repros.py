@@ -106,6 +106,8 @@ REPROS = {
                             None, "repro: float32 master weights, one mixed-precision step trained"),
     "hf_training_args": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (4, 46),
                          None, "repro: the alpaca command line parsed with its 4.x effects; 2 steps trained"),
+    "hf_trainer_tokenizer": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
+                             None, "repro: Trainer(tokenizer=...) trained 2 steps and saved the tokenizer"),
     "transformers_adamw": (("torch", "transformers"), None, "all", {},
                            lambda: distribution_version("transformers") >= (4, 50), None,
                            "repro: transformers.AdamW trained 5 steps with its own defaults"),
