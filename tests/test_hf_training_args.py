@@ -11,7 +11,7 @@ from conftest import assert_ok, clean_environment, distribution_version, require
 
 pytestmark = [requires("torch", "transformers"),
               pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5,),
-                                 reason="transformers >= 5 (4.46-4.57 lack only evaluation_strategy: the repro)")]
+                                 reason="transformers >= 5 (4.51-4.57 lack only evaluation_strategy: the repro)")]
 
 PRELUDE = '''
 import json, os, tempfile, zeropatch

@@ -49,6 +49,13 @@ def accelerate_lost_a_keyword():
         "sys.exit(0 if 'logging_dir' not in inspect.signature(Accelerator.__init__).parameters else 1)").returncode == 0
 
 
+def training_arguments_lost_an_option():
+    """TrainingArguments kept evaluation_strategy up to 4.49.0 (4.51.3 has not); the rest went in 5.0."""
+    return run_python("import dataclasses, sys; from transformers import TrainingArguments as T; "
+                      "sys.exit(0 if 'evaluation_strategy' in {f.name for f in dataclasses.fields(T)} else 1)",
+                      env=clean_environment(ZEROPATCH="0")).returncode != 0
+
+
 def no_gpu():
     """The rehearsal is for machines without a GPU; where CUDA is available it stays off (not-needed)."""
     return run_python("import sys, torch; sys.exit(1 if torch.cuda.is_available() else 0)").returncode == 0
@@ -104,7 +111,7 @@ REPROS = {
                          None, "repro: 4 frozen parameters stayed frozen and bit-identical"),
     "hf_checkpoint_dtype": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                             None, "repro: float32 master weights, one mixed-precision step trained"),
-    "hf_training_args": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (4, 46),
+    "hf_training_args": (("torch", "transformers"), None, "all", {}, training_arguments_lost_an_option,
                          None, "repro: the alpaca command line parsed with its 4.x effects; 2 steps trained"),
     "hf_trainer_tokenizer": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                              None, "repro: Trainer(tokenizer=...) trained 2 steps and saved the tokenizer"),

@@ -509,11 +509,11 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'report': False}),
  ('zeropatch.patches.transformers.hf_training_args',
   {'name': 'hf_training_args',
-   'summary': 'TrainingArguments options removed since transformers 4.46 (--evaluation_strategy, --warmup_ratio, '
+   'summary': 'TrainingArguments options transformers removed after 4.49 (--evaluation_strategy, --warmup_ratio, '
               '--fsdp_transformer_layer_cls_to_wrap, --group_by_length, ...) take effect as on 4.5x, through '
               'HfArgumentParser and TrainingArguments(...)',
    'package': 'transformers',
-   'affected': '4.46.3-5.23.0',
+   'affected': '4.51.3-5.23.0',
    'errors': ('Some specified arguments are not used by the HfArgumentParser: '
               "\\[[^\\]]*'--(evaluation_strategy|no_cuda|per_gpu_train_batch_size|per_gpu_eval_batch_size|group_by_length|warmup_ratio|fsdp_transformer_layer_cls_to_wrap|logging_dir|overwrite_output_dir|use_mps_device)'",
               'Some keys are not used by the HfArgumentParser: '

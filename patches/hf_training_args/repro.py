@@ -3,7 +3,7 @@ passes (``--evaluation_strategy "no" --warmup_ratio 0.03 --fsdp_transformer_laye
 with FastChat's ``--group_by_length`` and the ``--no_cuda`` / ``--per_gpu_train_batch_size`` / ``--logging_dir`` /
 ``--overwrite_output_dir`` of the run_*.py generation, then two Trainer steps on a tiny LLaMA.
 
-Without zeropatch, on transformers >= 5 (4.46-4.57: only --evaluation_strategy is gone):
+Without zeropatch, on transformers >= 5 (4.51-4.57: only --evaluation_strategy is gone):
   ValueError: Some specified arguments are not used by the HfArgumentParser: ['--evaluation_strategy', 'no', ...]
 With `zeropatch run -- python repro.py` every option takes the effect it had on transformers 4.5x.
 """

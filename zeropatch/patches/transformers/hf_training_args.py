@@ -2,10 +2,10 @@
 
 Breaks: stanford_alpaca, FastChat and LLaVA-1.5 launch ``train.py`` with ``--evaluation_strategy "no"``,
 ``--warmup_ratio 0.03``, ``--fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer``, ``--group_by_length``, ...
-through ``HfArgumentParser``. transformers removed the options one release at a time (``evaluation_strategy`` in
-4.46; the rest in 5.x), and the parser stops: "ValueError: Some specified arguments are not used by the
-HfArgumentParser: ['--evaluation_strategy', 'no', ...]"; the keyword form, ``TrainingArguments(evaluation_strategy=)``,
-is a TypeError.
+through ``HfArgumentParser``. transformers removed the options one release at a time (``evaluation_strategy`` after
+4.49.0, which still has it; the rest in 5.x), and the parser stops: "ValueError: Some specified arguments are not used
+by the HfArgumentParser: ['--evaluation_strategy', 'no', ...]"; the keyword form,
+``TrainingArguments(evaluation_strategy=)``, is a TypeError.
 
 Changes: where the installed TrainingArguments lacks an option and has its successor, ``HfArgumentParser`` (command
 line, ``.args`` files, ``parse_dict`` / JSON / YAML) and ``TrainingArguments(...)`` itself take the old option and
@@ -225,11 +225,11 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_training_args",
-    summary="TrainingArguments options removed since transformers 4.46 (--evaluation_strategy, --warmup_ratio, "
+    summary="TrainingArguments options transformers removed after 4.49 (--evaluation_strategy, --warmup_ratio, "
     "--fsdp_transformer_layer_cls_to_wrap, --group_by_length, ...) take effect as on 4.5x, through HfArgumentParser "
     "and TrainingArguments(...)",
     package="transformers",
-    affected="4.46.3-5.23.0",
+    affected="4.51.3-5.23.0",
     targets=("transformers.hf_argparser", "transformers.training_args"),
     apply=apply,
     errors=(r"Some specified arguments are not used by the HfArgumentParser: \[[^\]]*'--(" +
