@@ -42,6 +42,8 @@ json.dump({"output_dir": folder, "evaluation_strategy": "epoch", "warmup_ratio":
 (from_json,) = HfArgumentParser((Legacy,)).parse_json_file(path)
 assert (from_json.eval_strategy.value, from_json.get_warmup_steps(10), from_json.logging_dir) == ("epoch", 5, folder + "/tb")
 assert os.environ["TENSORBOARD_LOGGING_DIR"] == folder + "/tb"  # where transformers 5's TensorBoard callback writes
+namespace = HfArgumentParser((Legacy,)).parse_args(["--overwrite_output_dir", "--evaluation_strategy", "epoch"])
+assert namespace.overwrite_output_dir is True and namespace.eval_strategy == "epoch", namespace  # argparse's own
 print("ok")
 '''))
 

@@ -154,10 +154,13 @@ def _parse_known_args(wrapped, parser, args, kwargs):
     arguments = sys.argv[1:] if arguments is None else arguments  # argparse's own default
     options = _options_of(kinds[0])
     rewritten, kept = _command_line(list(arguments), options)
-    if kept and _kept.get() is not None:
-        _kept.get().update(kept)
     rest = {key: value for key, value in kwargs.items() if key != "args"}
-    return wrapped(rewritten, *args[1:], **rest)
+    parsed = wrapped(rewritten, *args[1:], **rest)
+    if _kept.get() is not None:  # parse_args_into_dataclasses puts them on the TrainingArguments it builds
+        _kept.get().update(kept)
+    elif kept:  # argparse's own parse_args / parse_known_args: on the namespace
+        _keep_on(parsed[0], kept)
+    return parsed
 
 
 def _parse_into_dataclasses(wrapped, parser, args, kwargs):
