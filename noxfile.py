@@ -99,7 +99,7 @@ def install_references(session, requirements):
 def run_suite(session, required, skip_budget, references=()):
     session.run("zeropatch", "status")
     # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway)
-    session.run("pytest", *(session.posargs or ["-n", "2", "tests"]),
+    session.run("pytest", *(session.posargs or ["-n", "2", "--durations=15", "tests"]),  # the slowest, for CI's budget
                 env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": str(skip_budget),
                      "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
 
