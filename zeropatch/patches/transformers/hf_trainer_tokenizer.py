@@ -11,7 +11,7 @@ Changes: ``Trainer.__init__`` and ``Seq2SeqTrainer.__init__`` take ``tokenizer=`
 setting ``processing_class``, as 4.5x's did. On transformers < 5: not-needed.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, inform_once
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, version_tuple
 
 
 def _tokenizer_is_the_processing_class(wrapped, trainer, args, kwargs):
@@ -36,6 +36,10 @@ def _set_tokenizer(trainer, processing_class):
 def apply(patcher, module):
     import inspect
 
+    import transformers
+
+    if version_tuple(transformers.__version__) < (5,):  # 4.46-4.57 took it through a deprecation decorator
+        raise NotNeeded("transformers < 5 takes Trainer(tokenizer=...)")
     trainer_class = getattr(module, "Seq2SeqTrainer" if module.__name__.endswith("_seq2seq") else "Trainer", None)
     if trainer_class is None:
         raise Skip(f"{module.__name__} has no trainer class")
