@@ -202,3 +202,20 @@ dist.destroy_process_group()
     assert_ok(result)
     raised = result.stdout.strip().split(":")[0]
     assert shown and all(line.startswith(raised + ":") for line in shown), (raised, shown)
+
+
+def test_job_report_sums_what_patches_did_and_skips_those_that_did_nothing(tmp_path):
+    """Library-free: two processes' records; a report of None (the patch did nothing there) adds no line."""
+    from zeropatch import _job, _status
+
+    for pid, counts in ((1, {"A.compute_loss": 1}), (2, None)):
+        record = {"pid": pid, "rank": str(pid - 1), "argv": ["train.py"], "patches": [],
+                  "reports": {"hf_trainer_overrides": counts and {"note": "called as 4.x", "counts": counts, "first": {}},
+                              "hf_checkpoint_dtype": {"note": "not known to be legacy", "counts": {}, "first": {}}}}
+        (tmp_path / f"{pid}{_status.RECORD_SUFFIX}").write_text(repr(record))
+    report = _job.gather(str(tmp_path), ["train.py"], 0)
+    assert report["reports"]["hf_trainer_overrides"]["counts"] == {"A.compute_loss": 1}
+    lines = _job.summary_lines(report)
+    assert "  hf_trainer_overrides: called as 4.x; summed over the processes:" in lines
+    assert "    A.compute_loss x1" in lines
+    assert "  hf_checkpoint_dtype: not known to be legacy" in lines

@@ -59,7 +59,7 @@ CASES = {
     "hf_frozen_params": (("transformers",), ("transformers.modeling_utils",),
                          "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                          "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
-    "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils",),
+    "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils", "transformers.models.auto.modeling_auto"),
                             "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                             "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
@@ -67,6 +67,12 @@ CASES = {
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
     "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
+    "hf_trainer_overrides": (("transformers",), ("transformers.trainer",),
+                             "from transformers import Trainer; assert callable(Trainer.train)", False),
+    "hf_trainer_names": (("transformers",), ("transformers.trainer",),
+                         "from transformers.trainer import get_parameter_names, has_length", False),
+    "hf_rope_scaling": (("transformers",), ("transformers.configuration_utils",),
+                        "from transformers import LlamaConfig; LlamaConfig(hidden_size=8, num_attention_heads=2)", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),

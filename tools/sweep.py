@@ -108,11 +108,12 @@ STACKS = {
     "transformers": (pinned("transformers"), ["4.46.3", "4.49.0", "4.51.3", "5.0.0", "5.7.0", "5.8.0", "5.23.0"],
                      "import transformers; from transformers import PreTrainedModel, T5EncoderModel",
                      ["hf_post_init", "t5_apex_norm", "hf_frozen_params", "hf_checkpoint_dtype", "hf_training_args",
-                      "hf_trainer_tokenizer", "transformers_adamw", "shardformer_t5", "transformers_use_auth_token",
-                      "transformers_shard_checkpoint"],
+                      "hf_trainer_tokenizer", "hf_trainer_overrides", "hf_trainer_names", "hf_rope_scaling", "transformers_adamw", "shardformer_t5",
+                      "transformers_use_auth_token", "transformers_shard_checkpoint"],
                      ["tests/test_hf_post_init.py", "tests/test_t5_apex_norm.py", "tests/test_hf_frozen_params.py",
                       "tests/test_hf_checkpoint_dtype.py", "tests/test_legacy.py", "tests/test_hf_training_args.py",
-                      "tests/test_hf_trainer_tokenizer.py",
+                      "tests/test_hf_trainer_tokenizer.py", "tests/test_hf_trainer_overrides.py",
+                      "tests/test_hf_trainer_names.py", "tests/test_hf_rope_scaling.py",
                       "tests/test_transformers_adamw.py", "tests/test_shardformer_t5.py",
                       "tests/test_transformers_use_auth_token.py", "tests/test_transformers_shard_checkpoint.py"]),
     "pandas": (pinned("pandas"), ["2.3.3", "3.0.6", "3.1.0", "3.1.1"], "import pandas",
@@ -246,21 +247,32 @@ def sweep_release(stack, release):
 def main():
     stack = sys.argv[1] if len(sys.argv) > 1 else None
     if stack not in STACKS:
-        sys.exit(f"usage: python tools/sweep.py STACK (one of {', '.join(STACKS)})")
+        sys.exit(f"usage: python tools/sweep.py STACK [RELEASE ...] (STACK one of {', '.join(STACKS)})")
+    releases = [release for release in STACKS[stack][1] if not sys.argv[2:] or str(release) in sys.argv[2:]]
+    unknown = set(sys.argv[2:]) - {str(release) for release in STACKS[stack][1]}
+    if unknown:
+        sys.exit(f"unknown release(s) {sorted(unknown)} of {stack} (valid: {', '.join(map(str, STACKS[stack][1]))})")
     started = time.monotonic()
     rows = []
-    for release in STACKS[stack][1]:
+    for release in releases:
         begin = time.monotonic()
         row = sweep_release(stack, release)
         row["seconds"] = round(time.monotonic() - begin)
+        row["date"] = datetime.date.today().isoformat()
         rows.append(row)
         summary = ", ".join(f"{patch}: {result['outcome']}" for patch, result in row["patches"].items())
         print(f"sweep {stack} {release}: {summary} [{row['seconds']} s]", flush=True)
+    path = os.path.join(ROOT, "compat", "results", f"{stack}.json")
+    if sys.argv[2:] and os.path.exists(path):  # some releases again: their rows replace theirs, the others stay
+        with open(path) as file:
+            kept = [row for row in json.load(file)["rows"] if str(row["release"]) not in sys.argv[2:]]
+        order = [str(release) for release in STACKS[stack][1]]
+        rows = sorted(kept + rows, key=lambda row: order.index(str(row["release"])) if str(row["release"]) in order else 0)
     result = {"stack": stack, "date": datetime.date.today().isoformat(), "python": platform.python_version(),
               "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seconds": round(time.monotonic() - started),
               "rows": rows}
-    os.makedirs(os.path.join(ROOT, "compat", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "compat", "results", f"{stack}.json"), "w") as file:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as file:
         json.dump(result, file, indent=1)
 
 

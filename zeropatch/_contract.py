@@ -34,7 +34,7 @@ class Patch:
     pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
     what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
     callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
-    for the job report.
+    for the job report, or None when it did nothing worth a line there.
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",

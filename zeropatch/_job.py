@@ -79,6 +79,8 @@ def gather(run_dir, command, returncode):
     reports = {}
     for process in processes:
         for name, report in process.get("reports", {}).items():
+            if report is None:  # the patch did nothing worth a line in this process
+                continue
             entry = reports.setdefault(name, {"note": report["note"], "counts": {}, "first": {}})
             for what, count in report["counts"].items():
                 entry["counts"][what] = entry["counts"].get(what, 0) + count
@@ -120,8 +122,9 @@ def summary_lines(report):
             reasons = "; ".join(entry["reasons"])
             lines.append(f"  {state}: {name}: {reasons}")
     for name, done in report.get("reports", {}).items():
-        lines.append(f"  {name}: {done['note']}; summed over the processes:")
-        lines += report_lines(done)
+        counted = report_lines(done)
+        lines.append(f"  {name}: {done['note']}" + ("; summed over the processes:" if counted else ""))
+        lines += counted
     waiting = [name for name, _ in by_state.get(_core.WAITING, [])]
     if waiting:
         lines.append(f"  not reached (their targets were never imported): {', '.join(waiting)}")

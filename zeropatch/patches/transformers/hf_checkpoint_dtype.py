@@ -7,7 +7,8 @@ LLaVA-1.5) load without a dtype and count on float32 master weights: on 5.x they
 optimizer state under ``--bf16 True`` without a word, and ``--fp16 True`` dies in the gradient scaler
 ("ValueError: Attempting to unscale FP16 gradients.").
 
-Changes: ``from_pretrained`` called with neither ``dtype`` nor ``torch_dtype`` (or both None) by code written for
+Changes: ``from_pretrained`` (the outermost call: an Auto class's, or a model class's) called with neither ``dtype``
+nor ``torch_dtype`` (or both None) by code written for
 transformers < 5 (``zeropatch._legacy``: its repository's pin of transformers, or ``ZEROPATCH_LEGACY``) resolves the
 dtype as 4.x did: ``torch.get_default_dtype()``, through transformers' own path for ``dtype=None``. The decision and
 why are in ``status`` and in the job report. For code not known to be legacy nothing changes, and the first load that
@@ -23,12 +24,18 @@ from zeropatch._legacy import ENV_LEGACY, decide
 CHANGED_IN = "5.0"
 OLD = "from_pretrained without a dtype: torch's default dtype, as transformers 4 (old contract)"
 NEW = "from_pretrained without a dtype: the checkpoint's dtype (transformers 5's contract kept)"
-_NO_DTYPE_GIVEN = contextvars.ContextVar("zeropatch_hf_no_dtype_given", default=False)
+# within one outermost from_pretrained call (an Auto class's or a model class's): True when its caller gave no dtype;
+# None outside any call. The outermost call decides: an Auto class may absorb a given dtype into the config and call
+# the model class's from_pretrained without it (transformers 5.7 / 5.8), and a composite model loads its parts with
+# calls of its own.
+_NO_DTYPE_GIVEN = contextvars.ContextVar("zeropatch_hf_no_dtype_given", default=None)
 _loads = {}  # OLD / NEW -> how many loads each contract decided
 _decision = []  # the Decision, made at apply
 
 
 def _mark_calls_without_dtype(wrapped, cls, args, kwargs):
+    if _NO_DTYPE_GIVEN.get() is not None:  # a call inside another: the outermost caller decided
+        return wrapped(*args, **kwargs)
     given = kwargs.get("dtype") is not None or kwargs.get("torch_dtype") is not None
     token = _NO_DTYPE_GIVEN.set(not given)
     try:
@@ -42,11 +49,10 @@ def _resolve_as_the_code_expects(wrapped, instance, args, kwargs):
 
     bound = inspect.signature(wrapped).bind(*args, **kwargs)
     first = next(iter(bound.arguments))
-    implicit = (_NO_DTYPE_GIVEN.get() and bound.arguments[first] == "auto"
+    implicit = (_NO_DTYPE_GIVEN.get() is True and bound.arguments[first] == "auto"
                 and bound.arguments.get("hf_quantizer") is None)
     if not implicit:
         return wrapped(*args, **kwargs)
-    _NO_DTYPE_GIVEN.set(False)  # one decision per load (a composite model's parts resolve again)
     if _decision[0].legacy:
         _loads[OLD] = _loads.get(OLD, 0) + 1
         bound.arguments[first] = None  # transformers' own dtype=None path: torch.get_default_dtype()
@@ -73,11 +79,26 @@ def report():
     return {"note": _decision[0].why if _decision else "", "counts": dict(_loads), "first": {}}
 
 
+def _mark_the_auto_classes(patcher, modeling_auto):
+    """Each Auto class has its own copy of ``from_pretrained`` (transformers' ``auto_class_update``): each is marked."""
+    from transformers.models.auto.auto_factory import _BaseAutoModelClass
+
+    auto_classes = [value for value in vars(modeling_auto).values() if isinstance(value, type)
+                    and issubclass(value, _BaseAutoModelClass) and "from_pretrained" in vars(value)]
+    if not auto_classes:
+        raise Skip(f"{modeling_auto.__name__} has no Auto class of its own from_pretrained")
+    for auto_class in auto_classes:
+        patcher.wrap(auto_class, "from_pretrained", _mark_calls_without_dtype)
+    return f"the from_pretrained of {len(auto_classes)} Auto classes: whether their caller gave a dtype"
+
+
 def apply(patcher, modeling_utils):
     import transformers
 
     if version_tuple(transformers.__version__) < (5,):
         raise NotNeeded("transformers < 5 loads torch's default dtype when none is given")
+    if modeling_utils.__name__.endswith("modeling_auto"):  # an Auto class's call is the outermost one
+        return _mark_the_auto_classes(patcher, modeling_utils)
     model_class = getattr(modeling_utils, "PreTrainedModel", None)
     resolver = getattr(modeling_utils, "_get_dtype", None)
     if model_class is None or not callable(resolver):
@@ -99,7 +120,7 @@ PATCH = Patch(
     "transformers 4, not the checkpoint's float16",
     package="transformers",
     affected="5.0.0-5.23.0",
-    targets=("transformers.modeling_utils",),
+    targets=("transformers.modeling_utils", "transformers.models.auto.modeling_auto"),
     apply=apply,
     report=report,
     errors=(r"Attempting to unscale FP16 gradients",),
