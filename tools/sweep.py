@@ -200,8 +200,18 @@ def test_results(junit_path):
     return results
 
 
+ORDERINGS = ("test_zeropatch_first_then_cycle_and_reload", "test_target_first_then_zeropatch",
+             "test_a_failure_half_way_through_apply_leaves_nothing_changed")
+
+
+def orderings(patches):
+    """The ordering matrix's cases of these patches (CI runs the whole matrix on today's releases only)."""
+    return [f"tests/test_orderings.py::{test}[{patch}]" for patch in patches for test in ORDERINGS]
+
+
 def sweep_release(stack, release):
     install, _, probe, patches, tests_to_run = STACKS[stack]
+    tests_to_run = [*tests_to_run, *orderings(patches)]
     row = {"release": release, "patches": {}}
     for arguments, env in install(release):
         code, output = run([sys.executable, "-m", "pip", *arguments, "-q"], INSTALL_SECONDS, env)
