@@ -257,6 +257,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_frozen_params", "transformers_use_auth_token"): ("transformers",),
     ("hf_frozen_params", "hf_checkpoint_dtype"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
+    ("hf_trainer_tokenizer", "hf_trainer_overrides"): ("transformers",),  # both wrap Trainer.__init__
 }
 
 
