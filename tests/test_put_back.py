@@ -17,6 +17,7 @@ PUTS_BACK = {
     "torchvision_video": ("torchvision.io",),
     "transformers_adamw": ("transformers.optimization",),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
+    "hf_trainer_names": ("transformers.trainer",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
 }
 
