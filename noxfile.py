@@ -58,10 +58,12 @@ REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffuse
 SKIP_BUDGET = {"0.5.0": 23, "0.4.0": 45, "today": 5}
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
-REFERENCES = {"0.4.0": ["transformers==4.49.0"],  # the last transformers with its own AdamW (transformers_adamw)
-              "today": ["torchvision==0.25.0"]}  # the last torchvision with video I/O (torchvision_video)
+PILLOW_9 = "pillow==9.5.0"  # the last Pillow with textsize / getsize (pillow_aliases)
+REFERENCES = {"0.5.0": [PILLOW_9],
+              "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
+              "today": ["torchvision==0.25.0", PILLOW_9]}  # the last torchvision with video I/O (torchvision_video)
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -160,7 +162,10 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     # with accelerate, as diffusers' users have it (diffusers 0.24 reads safetensors.torch, which accelerate imports)
     "huggingface_hub": [*CONSTRAINTS, "torch", "accelerate", LEGACY_DIFFUSERS],
     "diffusers": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # today's huggingface_hub: old releases need hf_hub_legacy
+    "pillow": [*CONSTRAINTS, "numpy"],
+    "pyyaml": [*CONSTRAINTS],
 }
+SWEEP_REFERENCES = {"pillow": [PILLOW_9]}  # beside the stack's releases, as in the test sessions (REFERENCES)
 
 
 @nox.session
@@ -176,7 +181,8 @@ def sweep(session, stack):
         session.install(*constraints, *COLOSSALAI_IMPORT_NEEDS, "peft==0.21.2")  # colossalai imports peft
         session.install("--no-deps", "colossalai==0.5.0")
     session.install(*constraints, ".")
-    session.run("python", "tools/sweep.py", stack)
+    references = install_references(session, SWEEP_REFERENCES.get(stack, []))
+    session.run("python", "tools/sweep.py", stack, env={"ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
     session.notify("compat_table")
 
 
@@ -189,6 +195,8 @@ def compat_table(session):
 
 PEER_SUITES = {  # suite -> what its environment holds besides zeropatch and pytest
     "numpy": ["numpy==2.4.6", "hypothesis", "typing_extensions"],
+    "pillow": ["pillow==13.0.0", "numpy", "packaging", "pytest-timeout"],  # its tests come from its source release
+    "pyyaml": ["pyyaml==6.0.4"],
 }
 
 

@@ -105,6 +105,10 @@ CASES = {
                                False),
     "timm_layers": (("timm",), ("timm.models.layers.helpers",),
                     "import timm.layers as layers; assert layers.to_2tuple(2) == (2, 2)", False),
+    "pillow_aliases": (("PIL",), ("PIL.Image", "PIL.ImageDraw", "PIL.ImageFont"),
+                       "from PIL import Image, ImageDraw; d = ImageDraw.Draw(Image.new('L', (8, 8))); "
+                       "assert d.textbbox((0, 0), 'a')[2] > 0", False),
+    "yaml_load": (("yaml",), ("yaml",), "import yaml; assert yaml.safe_load('a: [1]') == {'a': [1]}", True),
     "xformers_fallback": (("xformers",), ("xformers.ops.fmha", "xformers.ops"),
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
     "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),

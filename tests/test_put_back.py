@@ -18,6 +18,7 @@ PUTS_BACK = {
     "transformers_adamw": ("transformers.optimization",),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
+    "pillow_aliases": ("PIL.Image",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
 }
 

@@ -158,6 +158,10 @@ REPROS = {
                   "repro: torch._six imported and used"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
                       "repro: legacy numpy aliases resolved as before their removal"),
+    "pillow_aliases": (("PIL", "numpy"), None, "all", {}, lambda: distribution_version("pillow") >= (10,), None,
+                       "repro: sample logged with its caption"),
+    "yaml_load": (("yaml",), None, "all", {}, lambda: distribution_version("pyyaml") >= (6,), None,
+                  "repro: the legacy config read without a Loader"),
     "xformers_fallback": (("torch", "xformers"), None, "all", {}, xformers_has_no_operator, None,
                           "repro: Open-Sora's and PixArt's attention trained 2 steps"),
     # opt-in, provided where the package is absent; where it is installed, the default set must already pass

@@ -9,8 +9,10 @@ The counts go to compat/peer_suites/<suite>-results.json, which README.md's figu
 """
 
 import importlib
+import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,26 +22,47 @@ from sweep import test_results  # noqa: E402  (one reader of pytest's junit XML)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITE_SECONDS = 3600
-# suite -> (the package whose installed tests run, pytest arguments)
+PYTEST = ["-p", "no:cacheprovider", "-q", "-n", "2", "-o", "addopts="]
+# suite -> (the package it tests, where its tests are: None for the installed package's own, else the folder of
+#           the distribution's source release (its sdist, at the installed version) that holds them, pytest arguments)
 SUITES = {
-    "numpy": ("numpy", ["-p", "no:cacheprovider", "-q", "-n", "2", "-o", "addopts=", "-m", "not slow"]),
+    "numpy": ("numpy", None, [*PYTEST, "-m", "not slow"]),
+    "pillow": ("PIL", "Tests", PYTEST),
+    "pyyaml": ("yaml", "tests", PYTEST),
 }
 
 
-def run_suite(suite, zeropatch, folder):
-    """{test id: (outcome, message)}, the ids from the package's name on (where it is installed does not matter)."""
-    package, arguments = SUITES[suite]
-    location = os.path.dirname(importlib.import_module(package).__file__)
+def source_tests(suite, folder):
+    """The source release of the installed ``suite`` distribution, unpacked in ``folder``: (its root, the tests)."""
+    package, tests, _ = SUITES[suite]
+    version = importlib.metadata.version(suite)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                    f"{suite}=={version}", "-d", folder], check=True, timeout=600)
+    archive = next(name for name in os.listdir(folder) if name.endswith((".tar.gz", ".zip")))
+    shutil.unpack_archive(os.path.join(folder, archive), folder)
+    root = next(os.path.join(folder, name) for name in os.listdir(folder)
+                if os.path.isdir(os.path.join(folder, name, tests)))
+    return root, tests
+
+
+def run_suite(suite, zeropatch, folder, source):
+    """{test id: (outcome, message)}: ids from the package's name on for an installed package's tests (where it is
+    installed does not matter), from the tests folder on for a source release's (which run against the installed
+    package: ``-P`` keeps the release's own source folder off the path)."""
+    package, _, arguments = SUITES[suite]
+    cwd, location = source or (folder, os.path.dirname(importlib.import_module(package).__file__))
     junit = os.path.join(folder, f"{suite}-{zeropatch}.xml")
     env = dict(os.environ, ZEROPATCH=zeropatch, OMP_NUM_THREADS="1")
-    subprocess.run([sys.executable, "-m", "pytest", location, f"--junitxml={junit}", *arguments], env=env, cwd=folder,
+    subprocess.run([sys.executable, "-P", "-m", "pytest", location, f"--junitxml={junit}", *arguments], env=env, cwd=cwd,
                    timeout=SUITE_SECONDS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return {test[test.find(package + "."):]: outcome for test, outcome in test_results(junit).items()}
+    start = (lambda test: 0) if source else (lambda test: test.find(package + "."))
+    return {test[start(test):]: outcome for test, outcome in test_results(junit).items()}
 
 
 def main(suite):
     folder = tempfile.mkdtemp(prefix=f"zeropatch-peer-{suite}-")
-    off, on = run_suite(suite, "0", folder), run_suite(suite, "1", folder)
+    source = source_tests(suite, folder) if SUITES[suite][1] else None
+    off, on = run_suite(suite, "0", folder, source), run_suite(suite, "1", folder, source)
     differing = {test: [off.get(test, ("absent", ""))[0], on.get(test, ("absent", ""))[0]]
                  for test in sorted(set(off) | set(on)) if off.get(test, ("absent",))[0] != on.get(test, ("absent",))[0]}
     with open(os.path.join(ROOT, "compat", "peer_suites", f"{suite}.json")) as file:
@@ -47,7 +70,7 @@ def main(suite):
     unexplained = sorted(set(differing) - set(intended))
     stale = sorted(set(intended) - set(differing))
     outcome = {
-        "suite": suite, "version": importlib.import_module(SUITES[suite][0]).__version__, "tests": len(on),
+        "suite": suite, "version": importlib.metadata.version(suite), "tests": len(on),
         "passed": {"off": sum(o == "passed" for o, _ in off.values()), "on": sum(o == "passed" for o, _ in on.values())},
         "differing": len(differing), "intended": len(set(differing) & set(intended)), "unexplained": unexplained,
         "stale": stale, "differences": differing,

@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub", "diffusers")
+           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -150,6 +150,13 @@ STACKS = {
                   ["diffusers_legacy_names", "diffusers_gradient_checkpointing"],
                   ["tests/test_diffusers_legacy_names.py", "tests/test_diffusers_gradient_checkpointing.py"]),
     "yapf": (pinned("yapf"), ["0.40.1", "0.40.2", "0.43.0"], "import yapf, mmcv", ["mmcv_yapf"], ["tests/test_mmcv_yapf.py"]),
+    # the first and last release of each Pillow series since the removals (with Pillow 9.5 beside, to compare sizes)
+    "pillow": (pinned("pillow"), ["9.5.0", "10.0.1", "10.4.0", "11.3.0", "12.3.0", "13.0.0"],
+               "from PIL import Image, ImageDraw, ImageFont", ["pillow_aliases"],
+               ["tests/test_pillow_aliases.py", "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[pillow_aliases]"]),
+    # PyYAML 5.4.1 and 6.0 have no wheel for this Python and do not build with today's Cython
+    "pyyaml": (pinned("pyyaml"), ["6.0.1", "6.0.2", "6.0.3", "6.0.4"], "import yaml", ["yaml_load"],
+               ["tests/test_yaml_load.py"]),
 }
 
 

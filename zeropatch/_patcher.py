@@ -19,9 +19,7 @@ class Patcher:
 
     def wrap(self, owner, attr, wrapper):
         """Replace ``owner.attr`` with a wrapt FunctionWrapper around the original (found through the MRO)."""
-        import wrapt
-
-        wrapped = wrapt.FunctionWrapper(_raw_attribute(owner, attr), wrapper)
+        wrapped = _function_wrapper()(_raw_attribute(owner, attr), wrapper)
         self.set(owner, attr, wrapped)
         self._wrappers.append(wrapped)
         return wrapped
@@ -46,9 +44,7 @@ class Patcher:
         of its own changes seen as replaced by the next)."""
         home = home or module.__name__
         for name, value in names.items():
-            if isinstance(value, (type, _FUNCTION)) and value.__module__.split(".")[0] == "zeropatch":
-                self.on_revert(lambda value=value, names=(value.__module__, value.__qualname__): _rename(value, *names))
-                _rename(value, home, name)
+            self._stand_for(value, home, name)
         current = vars(module).get("__getattr__")
         if any(current is value for owner, attr, _, value in self.changes() if owner is module):
             current.names.update(names)  # this patch's getter already answers for module: one getter per patch
@@ -56,6 +52,20 @@ class Patcher:
         getter = _PutBack(module.__name__, dict(names), current)
         self.set(module, "__getattr__", getter)
         self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
+
+    def add_methods(self, owner, methods):
+        """Put methods a release removed back on the class ``owner`` (``methods``: name -> function), each carrying
+        the class's ``__module__`` and ``Class.name`` as ``__qualname__``, as the library's own did."""
+        for name, method in methods.items():
+            self._stand_for(method, owner.__module__, f"{owner.__qualname__}.{name}")
+            self.set(owner, name, method)
+
+    def _stand_for(self, value, module, qualname):
+        """A function or class of zeropatch's that stands for the library's is named as the library named it (so that
+        it pickles by reference) until revert."""
+        if isinstance(value, (type, _FUNCTION)) and value.__module__.split(".")[0] == "zeropatch":
+            self.on_revert(lambda names=(value.__module__, value.__qualname__): _rename(value, *names))
+            _rename(value, module, qualname)
 
     def on_revert(self, callback):
         self._undo.append(callback)
@@ -94,6 +104,21 @@ class Patcher:
 
 
 _FUNCTION = type(lambda: None)
+_WRAPPER_CLASS = []  # made on first use: the core imports no wrapt at import
+
+
+def _function_wrapper():
+    """wrapt's FunctionWrapper, pickled by reference as the function it wraps was (``pickle.dumps(yaml.load)`` under
+    a patch gives what it gave without one; wrapt's own proxy refuses to pickle)."""
+    if not _WRAPPER_CLASS:
+        import wrapt
+
+        class FunctionWrapper(wrapt.FunctionWrapper):
+            def __reduce_ex__(self, protocol):
+                return self.__qualname__  # a global: looked up by name in the wrapped function's module
+
+        _WRAPPER_CLASS.append(FunctionWrapper)
+    return _WRAPPER_CLASS[0]
 
 
 def _rename(value, module, qualname):
