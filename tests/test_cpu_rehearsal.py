@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, assert_ok, clean_environment, requires, run_command, run_python
+from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_command, run_python
 
 SCRIPTS = ROOT / "tests" / "gpu_scripts"
 REHEARSE = [sys.executable, "-m", "zeropatch", "run", "--cpu", "--"]
@@ -163,11 +163,51 @@ def test_t5_norm_stands_in_for_apex_with_the_same_numerics_and_keys():
 
 
 @requires("torch", "accelerate", "transformers")
+def test_the_trainers_bf16_and_tf32_options_run_on_the_cpu(tmp_path):
+    """A GPU job's `--bf16 True --tf32 True` (stanford_alpaca's, FastChat's launch): TrainingArguments refuses them on
+    a CPU (bf16 since transformers 5); rehearsed, training runs its layers in bfloat16 with float32 master weights,
+    and torch's global float32 matmul precision is left as it was (transformers 5 would set it to TF32)."""
+    refused = run_python(f"""
+        from transformers import TrainingArguments
+        for option in ("bf16", "tf32"):
+            try:
+                TrainingArguments(output_dir={str(tmp_path)!r}, report_to=[], **{{option: True}})
+            except ValueError as error:
+                print(option, "refused:", error)
+    """, env=clean_environment(ZEROPATCH="0"))
+    assert_ok(refused)
+    assert "--tf32 requires Ampere or a newer GPU arch" in refused.stdout, refused.stdout
+    bf16_refused = distribution_version("transformers") >= (5,)  # 4.x trains bf16 on a CPU as it is
+    assert ("bf16 refused: Your setup doesn't support bf16/gpu" in refused.stdout) == bf16_refused, refused.stdout
+    rehearsed = run_python(f"""
+        import torch, zeropatch
+        from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+        precision = getattr(torch.backends, "fp32_precision", None)
+        args = TrainingArguments(output_dir={str(tmp_path)!r}, bf16=True, tf32=True, per_device_train_batch_size=2,
+                                 max_steps=2, report_to=[], save_strategy="no")
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                             num_attention_heads=2, num_key_value_heads=2))
+        seen = []
+        model.model.layers[0].mlp.down_proj.register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+        before = model.lm_head.weight.detach().clone()
+        data = [{{"input_ids": torch.arange(8), "labels": torch.arange(8)}}] * 4
+        Trainer(model=model, args=args, train_dataset=data).train()
+        assert set(seen) == {{torch.bfloat16}} and model.lm_head.weight.dtype == torch.float32, (seen, model.dtype)
+        assert not torch.equal(before, model.lm_head.weight)
+        assert getattr(torch.backends, "fp32_precision", None) == precision
+        from zeropatch.patches.torch import _rehearsal_record
+        print(sorted(what for what in _rehearsal_record._mapped if what.startswith("transformers")))
+    """, env=REHEARSAL)
+    assert_ok(rehearsed)
+    assert ("--bf16 on the CPU" in rehearsed.stdout) == bf16_refused and "TF32 setting" in rehearsed.stdout, rehearsed.stdout
+
+
+@requires("torch", "accelerate", "transformers")
 @pytest.mark.parametrize("build", ["cuda", "rocm"])
 def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     """A machine with a GPU is simulated (this one has none): a CUDA build, or a ROCm one (``torch.version.hip``, no
     ``torch.version.cuda``), whose device count answers 1. Each part of the rehearsal is checked: torch's (the script
-    sees the truth), accelerate's state and T5's norm (untouched)."""
+    sees the truth), accelerate's state, T5's norm and the Trainer's launch options (untouched)."""
     code = f'''
         import torch
         if {build!r} == "rocm":
@@ -178,12 +218,14 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
         import zeropatch
         zeropatch.install("cpu_rehearsal")
         import accelerate.state
+        from transformers import training_args
         from transformers.models.t5 import modeling_t5
         record = zeropatch.status("cpu_rehearsal")[0]
         parts = {{
             "torch": torch.cuda.is_available(),
             "accelerate": hasattr(accelerate.state.PartialState._prepare_backend, "__wrapped__"),
             "t5": modeling_t5.T5LayerNorm.__name__ == "FusedRMSNorm",
+            "training_args": hasattr(training_args.is_torch_tf32_available, "_self_wrapper"),
         }}
         print(record.state, "|", record.reason)
         print(sorted(part for part, rehearsed in parts.items() if rehearsed))
@@ -191,13 +233,13 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     kept_off = run_python(code, env=clean_environment())
     assert_ok(kept_off)
     state, rehearsed = kept_off.stdout.strip().splitlines()[-2:]
-    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 3, state
+    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 4, state
     assert rehearsed == "[]", rehearsed
     asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
     assert_ok(asked)
     state, rehearsed = asked.stdout.strip().splitlines()[-2:]
     assert state.startswith("applied"), state
-    assert rehearsed == "['accelerate', 't5', 'torch']", rehearsed
+    assert rehearsed == "['accelerate', 't5', 'torch', 'training_args']", rehearsed
 
 
 @requires("torch")

@@ -113,7 +113,8 @@ CASES = {
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
     "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),
     "flash_attn_sdpa": (("torch",), ("flash_attn",), ATTENTION, False),
-    "cpu_rehearsal": (("torch", "accelerate", "transformers"), ("torch", "accelerate.state", "transformers.models.t5.modeling_t5"),
+    "cpu_rehearsal": (("torch", "accelerate", "transformers"), ("torch", "accelerate.state", "transformers.models.t5.modeling_t5",
+                                                       "transformers.training_args"),
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}

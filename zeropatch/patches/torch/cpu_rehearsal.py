@@ -5,7 +5,9 @@ torch.cuda.is_available()``, ``dist.init_process_group("nccl")``, ``torch.cuda.s
 ``.cuda()``, ``device="cuda"``, ``model.to(rank)``, ``DDP(model, device_ids=[rank])``, ``pin_memory()``,
 ``torch.load`` of GPU-saved weights, ``torch.autocast("cuda")``; accelerate >= 1.0 without a GPU sets up no
 multi-process state unless told ``cpu=True`` (which turns DeepSpeed off), so ranks train unsynchronised and
-DeepSpeed sees one rank each; Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA.
+DeepSpeed sees one rank each; Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the
+HF Trainer's launch options refuse a CPU: "Your setup doesn't support bf16/gpu" (transformers >= 5), "--tf32 requires
+Ampere or a newer GPU arch".
 
 Changes, in one rule: the script is told it has one GPU per local rank; the libraries, which set themselves up
 from what the machine has, are told the truth (a CPU); everything asked of "the GPU" lands on the CPU.
@@ -18,7 +20,8 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   ``synchronize``, streams, events (timed with the CPU clock), memory statistics and RNG states become their CPU
   forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed.
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
-  ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU.
+  ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU. The Trainer's
+  ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls.
 No part of it starts on a machine with a real GPU (CUDA or ROCm) unless asked (``zeropatch run --cpu``); it reports
 at exit what it mapped. A rehearsal proves the script runs end to end, not its speed, memory or GPU kernels.
 """
@@ -35,6 +38,7 @@ from zeropatch.patches.torch._rehearsal_record import count, report, report_at_e
 
 ACCELERATE_STATE = "accelerate.state"
 T5_MODULE = "transformers.models.t5.modeling_t5"
+TRAINING_ARGS = "transformers.training_args"
 
 
 def _stay_off_where_a_gpu_is():
@@ -140,12 +144,39 @@ def _on_t5(patcher, modeling_t5):
     return "T5's layer norm stands in for apex's FusedRMSNorm (apex needs CUDA)"
 
 
+def _on_training_args(patcher, training_args):
+    """The launch options of a GPU job (``--bf16 True``, ``--tf32 True``), which TrainingArguments checks against the
+    machine: bf16 runs as the CPU's bfloat16 autocast; TF32, a GPU matmul mode, is accepted and the CPU keeps
+    float32 matmuls (transformers >= 5 would otherwise set torch's global float32 precision, which CPUs obey too)."""
+    checks = [name for name in ("is_torch_bf16_gpu_available", "is_torch_tf32_available") if name in vars(training_args)]
+    if not checks:
+        raise Skip("transformers.training_args checks bf16 / tf32 through neither is_torch_bf16_gpu_available nor "
+                   "is_torch_tf32_available")
+
+    def the_gpu_mode_on_the_cpu(what):
+        def answer(wrapped, instance, args, kwargs):
+            count(what)
+            return True
+
+        return answer
+
+    modes = {"is_torch_bf16_gpu_available": "transformers: --bf16 on the CPU (bfloat16 autocast, as on the GPU)",
+             "is_torch_tf32_available": "transformers: a TF32 setting (a GPU matmul mode) left to the GPU; the CPU keeps float32"}
+    for name in checks:
+        patcher.wrap(training_args, name, the_gpu_mode_on_the_cpu(modes[name]))
+    if "enable_tf32" in vars(training_args):
+        patcher.wrap(training_args, "enable_tf32", lambda wrapped, instance, args, kwargs: None)
+    return "TrainingArguments accepts the GPU job's --bf16 (bfloat16 on the CPU) and --tf32 (float32 kept)"
+
+
 def apply(patcher, module):
     _stay_off_where_a_gpu_is()
     if module.__name__ == ACCELERATE_STATE:
         return _on_accelerate(patcher, module)
     if module.__name__ == T5_MODULE:
         return _on_t5(patcher, module)
+    if module.__name__ == TRAINING_ARGS:
+        return _on_training_args(patcher, module)
     return _on_torch(patcher, module)
 
 
@@ -155,7 +186,7 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),
@@ -169,5 +200,7 @@ PATCH = Patch(
         r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
         r"Found no NVIDIA driver on your system",
         r"Tried to instantiate dummy base class (Event|Stream)",
+        r"Your setup doesn't support bf16/gpu",
+        r"--tf32 requires Ampere or a newer GPU arch",
     ),
 )
