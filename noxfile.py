@@ -50,7 +50,7 @@ MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
-REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf"
+REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai"
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
@@ -63,7 +63,7 @@ REFERENCES = {"0.5.0": [PILLOW_9],
               "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
               "today": ["torchvision==0.25.0", PILLOW_9]}  # the last torchvision with video I/O (torchvision_video)
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -84,7 +84,7 @@ def install_deepspeed(session, requirement, *pins):
 def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
-    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", *COLOSSALAI_IMPORT_NEEDS,
+    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", *COLOSSALAI_IMPORT_NEEDS,
                     *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
@@ -113,7 +113,7 @@ def run_suite(session, required, skip_budget, references=(), ignore=()):
 def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
-    session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf",
+    session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
                     "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
@@ -164,6 +164,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "diffusers": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # today's huggingface_hub: old releases need hf_hub_legacy
     "pillow": [*CONSTRAINTS, "numpy"],
     "pyyaml": [*CONSTRAINTS],
+    "openai": [*CONSTRAINTS],
 }
 SWEEP_REFERENCES = {"pillow": [PILLOW_9]}  # beside the stack's releases, as in the test sessions (REFERENCES)
 

@@ -108,6 +108,7 @@ CASES = {
     "pillow_aliases": (("PIL",), ("PIL.Image", "PIL.ImageDraw", "PIL.ImageFont"),
                        "from PIL import Image, ImageDraw; d = ImageDraw.Draw(Image.new('L', (8, 8))); "
                        "assert d.textbbox((0, 0), 'a')[2] > 0", False),
+    "openai_object": (("openai",), ("openai.openai_object",), "import openai; assert openai.__version__", False),
     "yaml_load": (("yaml",), ("yaml",), "import yaml; assert yaml.safe_load('a: [1]') == {'a': [1]}", True),
     "xformers_fallback": (("xformers",), ("xformers.ops.fmha", "xformers.ops"),
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
@@ -118,7 +119,7 @@ CASES = {
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
-PROVIDES = {"torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
+PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
             "timm_layers"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)

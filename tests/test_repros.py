@@ -160,6 +160,8 @@ REPROS = {
                       "repro: legacy numpy aliases resolved as before their removal"),
     "pillow_aliases": (("PIL", "numpy"), None, "all", {}, lambda: distribution_version("pillow") >= (10,), None,
                        "repro: sample logged with its caption"),
+    "openai_object": (("openai",), None, "all", {}, lambda: distribution_version("openai") >= (1,), None,
+                      "repro: alpaca's utils imported"),
     "yaml_load": (("yaml",), None, "all", {}, lambda: distribution_version("pyyaml") >= (6,), None,
                   "repro: the legacy config read without a Loader"),
     "xformers_fallback": (("torch", "xformers"), None, "all", {}, xformers_has_no_operator, None,

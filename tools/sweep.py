@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml")
+           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -157,6 +157,9 @@ STACKS = {
     # PyYAML 5.4.1 and 6.0 have no wheel for this Python and do not build with today's Cython
     "pyyaml": (pinned("pyyaml"), ["6.0.1", "6.0.2", "6.0.3", "6.0.4"], "import yaml", ["yaml_load"],
                ["tests/test_yaml_load.py"]),
+    # 0.28.1: the last with openai_object (its own class runs the same test); 1.0.0, the last 2.x, today's
+    "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
+               ["tests/test_openai_object.py"]),
 }
 
 
