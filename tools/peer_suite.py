@@ -55,8 +55,10 @@ def run_suite(suite, zeropatch, folder, source):
     env = dict(os.environ, ZEROPATCH=zeropatch, OMP_NUM_THREADS="1")
     subprocess.run([sys.executable, "-P", "-m", "pytest", location, f"--junitxml={junit}", *arguments], env=env, cwd=cwd,
                    timeout=SUITE_SECONDS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    start = (lambda test: 0) if source else (lambda test: test.find(package + "."))
-    return {test[start(test):]: outcome for test, outcome in test_results(junit).items()}
+    results = test_results(junit)
+    if source:
+        return results
+    return {test[test.find(package + "."):]: outcome for test, outcome in results.items()}
 
 
 def main(suite):

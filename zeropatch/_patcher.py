@@ -104,6 +104,19 @@ class Patcher:
 
 
 _FUNCTION = type(lambda: None)
+
+
+def lacks(module, name):
+    """Whether ``module`` has no ``name`` at all: a release that deprecated a name before removing it may still answer
+    it, with a warning (silenced here), through its ``__getattr__``; such a name needs no putting back."""
+    if name in vars(module):
+        return False
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return not hasattr(module, name)
+
 _WRAPPER_CLASS = []  # made on first use: the core imports no wrapt at import
 
 

@@ -17,7 +17,7 @@ and ``np.long`` the C long, by numpy's own choice. The NumPy 1.x / 2.x binary br
 ``check`` name it and what to install.
 """
 
-from zeropatch._core import NotNeeded, Patch
+from zeropatch._core import NotNeeded, Patch, lacks
 
 
 def _asfarray(numpy):
@@ -107,23 +107,8 @@ ALIASES = {
 }
 
 
-def _lacks(numpy, name):
-    """Whether numpy has no ``name`` at all: numpy 1.2x still answers some, deprecated, through its ``__getattr__``."""
-    if name in vars(numpy):
-        return False
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            getattr(numpy, name)
-        except AttributeError:
-            return True
-    return False
-
-
 def apply(patcher, numpy):
-    missing = [name for name in ALIASES if _lacks(numpy, name)]
+    missing = [name for name in ALIASES if lacks(numpy, name)]  # numpy 1.2x still answers some, deprecated
     if not missing:
         raise NotNeeded("numpy still has every alias (numpy < 1.24)")
     patcher.put_back(numpy, {name: ALIASES[name](numpy) for name in missing})

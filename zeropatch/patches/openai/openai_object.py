@@ -5,9 +5,9 @@ stanford_alpaca's ``utils.py`` (imported by its ``train.py``, which never calls 
 repositories that copied it stop at import: "cannot import name 'openai_object' from 'openai'".
 
 Changes: when ``openai.openai_object`` is imported and the installed openai has none, zeropatch provides the module
-with ``OpenAIObject`` as openai 0.28 had it as a data type: a dict whose keys read, write and delete as attributes
-(``completion.choices[0].text``; ``del`` refused, as it was), nested dicts and lists of dicts converted on ``construct_from`` / ``refresh_from``,
-``to_dict`` / ``to_dict_recursive``, its JSON ``str``, pickling. Not restored: the 0.x API calls
+with ``OpenAIObject`` as openai 0.28 had it as a data type: a dict whose keys read and write as attributes
+(``completion.choices[0].text``; ``del`` refused, as it was), nested dicts and lists of dicts converted on
+``construct_from`` / ``refresh_from``, ``to_dict`` / ``to_dict_recursive``, its JSON ``str``, copying and pickling. Not restored: the 0.x API calls
 (``openai.Completion.create``, an object's ``request``), which openai >= 1.0 refuses with its own ``APIRemovedInV1``
 message (``openai migrate`` rewrites such code). On openai 0.x the real module is imported and left alone.
 """
@@ -45,8 +45,6 @@ class OpenAIObject(dict):
         if response_ms is not None and not isinstance(response_ms, int):
             raise TypeError(f"response_ms is a {type(response_ms).__name__}.")
         self._response_ms = response_ms
-        self._retrieve_params = params
-        self._api_base = api_base
         for name, value in zip(KEYWORDS, (api_key, api_version, api_type, organization, engine)):
             object.__setattr__(self, name, value)
         if id:
@@ -121,16 +119,13 @@ class OpenAIObject(dict):
     def __str__(self):
         return json.dumps(self.to_dict_recursive(), sort_keys=True, indent=2)
 
-    def __copy__(self):
-        copied = type(self).construct_from({}, *(getattr(self, name) for name in KEYWORDS[:2]))
-        dict.update(copied, self)
-        return copied
-
     def __reduce__(self):
-        return type(self), (self.get("id"), *(getattr(self, name) for name in KEYWORDS)), dict(self)
+        """Pickling and copying, as 0.28: built again from its id and first four settings (not ``engine``), then its
+        keys as they are."""
+        return type(self), (self.get("id"), *(getattr(self, name) for name in KEYWORDS[:4])), dict(self)
 
     def __setstate__(self, state):
-        self.refresh_from(state)
+        dict.update(self, state)
 
 
 OpenAIObject.__module__ = "openai.openai_object"  # stands for openai 0.x's own: pickles by reference to it

@@ -18,20 +18,11 @@ FreeType font where FreeType is built in, 9.5's was a bitmap), which ``draw.text
 with the font the draw uses.
 """
 
-from zeropatch._core import NotNeeded, Patch
+from zeropatch._core import NotNeeded, Patch, lacks
 
 # PIL.Image: old name -> the Resampling member (by name) or the category number it stood for in Pillow 9.5
 IMAGE_NAMES = {"ANTIALIAS": "LANCZOS", "LINEAR": "BILINEAR", "CUBIC": "BICUBIC", "NORMAL": 0, "SEQUENCE": 1,
                "CONTAINER": 2}
-
-
-def _lacks(module, name):
-    """Whether ``module`` has no ``name`` at all (Pillow 9 answers these, deprecated, through its ``__getattr__``)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return not hasattr(module, name)
 
 
 def _split_lines(text):
@@ -106,7 +97,7 @@ METHODS = {
 
 
 def _put_back_image_names(patcher, image):
-    missing = [name for name in IMAGE_NAMES if _lacks(image, name)]
+    missing = [name for name in IMAGE_NAMES if lacks(image, name)]  # Pillow 9 answers them, deprecated
     if not missing:
         raise NotNeeded("PIL.Image still answers ANTIALIAS, LINEAR and CUBIC (Pillow < 10)")
     values = {name: image.Resampling[IMAGE_NAMES[name]] if isinstance(IMAGE_NAMES[name], str) else IMAGE_NAMES[name]

@@ -12,6 +12,7 @@ and with what to do; nothing ever switches the unsafe loader on. A call that nam
 Where PyYAML still has a default Loader (5.x): not-needed.
 """
 
+import contextlib
 import inspect
 
 from zeropatch._core import NotNeeded, Patch, Skip
@@ -33,15 +34,22 @@ def _with_safe_loader(wrapped, yaml, args, kwargs):
     return wrapped(*args[:1], Loader=yaml.SafeLoader, **stream)
 
 
+@contextlib.contextmanager
+def _refusal_noted(yaml):
+    """A Python tag refused by SafeLoader: PyYAML's own error, with a note naming zeropatch's choice."""
+    try:
+        yield
+    except yaml.constructor.ConstructorError as refused:
+        refused.add_note(REFUSED_NOTE)
+        raise
+
+
 def _safe_by_default(yaml):
     def read(wrapped, instance, args, kwargs):
         if _names_a_loader(args, kwargs):
             return wrapped(*args, **kwargs)
-        try:
+        with _refusal_noted(yaml):
             return _with_safe_loader(wrapped, yaml, args, kwargs)
-        except yaml.constructor.ConstructorError as refused:
-            refused.add_note(REFUSED_NOTE)
-            raise
 
     return read
 
@@ -55,11 +63,8 @@ def _read_lazily(yaml):
         documents = _with_safe_loader(wrapped, yaml, args, kwargs)
 
         def each():
-            try:
+            with _refusal_noted(yaml):
                 yield from documents
-            except yaml.constructor.ConstructorError as refused:
-                refused.add_note(REFUSED_NOTE)
-                raise
 
         return each()
 

@@ -55,8 +55,6 @@ def _stay_off_where_a_gpu_is():
 
 
 def _on_torch(patcher, torch):
-    import wrapt
-
     from torch.amp import autocast_mode, grad_scaler
     from torch.distributed import distributed_c10d
     from torch.nn.parallel import distributed
@@ -66,7 +64,7 @@ def _on_torch(patcher, torch):
         if isinstance(original, type) or original is None:  # classes (Event, Stream) have no caller to ask
             patcher.set(torch.cuda, name, answer)
         else:
-            patcher.set(torch.cuda, name, wrapt.FunctionWrapper(original, answer_the_script(name, answer)))
+            patcher.wrap(torch.cuda, name, answer_the_script(name, answer))
     patcher.wrap(torch.nn.Module, "to", module_to)
     patcher.wrap(torch.nn.Module, "cuda", module_cuda)
     patcher.wrap(torch.Tensor, "pin_memory", pinned_where_it_is)  # in every thread (collate pools pin too)
