@@ -38,7 +38,7 @@ ROWS = [
     ("command line", "`zeropatch run --patches pg_deepcopi -- ...`", ("cli", ["run", "--patches", "pg_deepcopi", "--", "true"]),
      (2, "zeropatch: run --patches 'pg_deepcopi': valid: 1, all, 0, ", None)),
     ("command line", "`zeropatch run -- no-such-command`", ("cli", ["run", "--", "no-such-command-zp"]), (127, "command not found", None)),
-    ("command line", "`zeropatch check missing.py`", ("cli", ["check", "missing-zp.py"]), (2, "no such script: missing-zp.py", None)),
+    ("command line", "`zeropatch check missing.py`", ("cli", ["check", "missing-zp.py"]), (2, "no such script or folder: missing-zp.py", None)),
     ("command line", "`zeropatch explain` with text no patch knows", ("cli", ["explain", "KeyError: 'x'"]),
      (1, "No zeropatch patch is known to fix this error", None)),
     ("command line", "`zeropatch status --bogus`", ("cli", ["status", "--bogus"]), (2, "unrecognized arguments: --bogus", None)),

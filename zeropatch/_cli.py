@@ -128,15 +128,35 @@ def cmd_run(args):
 
 
 def cmd_check(args):
-    if not os.path.isfile(args.script):
-        print(f"zeropatch check: no such script: {args.script}", file=sys.stderr)
+    if not os.path.exists(args.path):
+        print(f"zeropatch check: no such script or folder: {args.path}", file=sys.stderr)
         return 2
     # unlike `run`, a check may be asked for without zeropatch (ZEROPATCH=0 or --patches 0): what fails, and what fixes it
     patches = args.patches if args.patches is not None else os.environ.get(_core.ENV_SELECT, "").strip() or "1"
     if patches != "0" and not _valid_selection("check --patches", patches):
         return 2
+    python = _python_release(args.python)
+    if python is None:
+        return 2
+    from zeropatch import _preflight
+
+    code = _preflight.report(args.path, _core.parse_selection(patches)[0], python=python)
+    if os.path.isdir(args.path) or args.static:
+        return code
+    sys.stdout.flush()
     env = _job.run_environment(os.environ, patches)
-    return subprocess.call([sys.executable, "-m", "zeropatch._check", args.script, *args.script_args], env=env)
+    dry_run = subprocess.call([sys.executable, "-m", "zeropatch._check", args.path, *args.script_args], env=env)
+    return max(code, dry_run)
+
+
+def _python_release(text):
+    if text is None:
+        return sys.version_info[:2]
+    parts = text.split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        print(f"zeropatch check: --python {text!r}: give a release as MAJOR.MINOR (for example 3.12)", file=sys.stderr)
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 def parser():
@@ -154,9 +174,13 @@ def parser():
                      help=f"rehearse a GPU job on the CPU: adds {REHEARSAL} (and what it brings) to the patches")
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(handler=cmd_run)
-    check = commands.add_parser("check", help="import-time dry run of a script: which imports fail, and which patch fixes them")
+    check = commands.add_parser("check", help="what will break, before the job is queued: reads a script or a repository "
+                                              "(file:line, and the patch that fixes it); for a script, then an "
+                                              "import-time dry run")
     check.add_argument("--patches", help="comma list of patches, or 0 for none (default: ZEROPATCH, else the default set)")
-    check.add_argument("script")
+    check.add_argument("--static", action="store_true", help="a script: only read it, no import-time dry run")
+    check.add_argument("--python", metavar="MAJOR.MINOR", help="the Python release the job will run on (default: this one)")
+    check.add_argument("path", metavar="PATH")
     check.add_argument("script_args", nargs=argparse.REMAINDER)
     check.set_defaults(handler=cmd_check)
     bootstrap = commands.add_parser("bootstrap-path", help="the sitecustomize folder for PYTHONPATH activation")

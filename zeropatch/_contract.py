@@ -34,14 +34,17 @@ class Patch:
     pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
     what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
     callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
-    for the job report, or None when it did nothing worth a line there.
+    for the job report, or None when it did nothing worth a line there. ``looks_for``: what in a repository's code or
+    launch files meets this drift, for ``zeropatch check PATH`` to find without running it (``import torch._six``,
+    ``name numpy.float``, ``call transformers.Trainer with tokenizer``, ``override transformers.Trainer
+    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_scan.py``).
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
-                 "unfixable", "brings", "report")
+                 "unfixable", "brings", "report", "looks_for")
 
     def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
-                 unfixable=(), brings=(), report=None):
+                 unfixable=(), brings=(), report=None, looks_for=()):
         self.name = name
         self.summary = summary
         self.package = package
@@ -54,6 +57,7 @@ class Patch:
         self.unfixable = tuple(unfixable)
         self.brings = tuple(brings)
         self.report = report
+        self.looks_for = tuple(looks_for)
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)

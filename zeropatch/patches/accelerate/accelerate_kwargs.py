@@ -90,4 +90,6 @@ PATCH = Patch(
     apply=apply,
     errors=(r"Accelerator\.__init__\(\) got an unexpected keyword argument "
             r"'(logging_dir|dispatch_batches|even_batches|use_seedable_sampler)'",),
+    looks_for=tuple(f"call accelerate.{where}Accelerator with {keyword}" for where in ("", "accelerator.")
+                    for keyword in ("logging_dir", *DATALOADER_KEYWORDS)),
 )

@@ -135,4 +135,5 @@ PATCH = Patch(
     targets=("accelerate.utils.deepspeed",),
     apply=apply,
     errors=(r"'DummyOptim' object has no attribute 'param_groups'", r"DummyOptim is not an Optimizer"),
+    looks_for=("call accelerate.utils.DummyOptim", "call accelerate.utils.deepspeed.DummyOptim"),
 )

@@ -197,4 +197,7 @@ PATCH = Patch(
         r"ProcessGroupGloo::allgather: invalid tensor size",
     ),
     default=False,
+    looks_for=tuple(f"call colossalai.{name}" for name in (
+        "nn.optimizer.HybridAdam", "nn.optimizer.CPUAdam", "nn.HybridAdam", "nn.CPUAdam", "booster.plugin.LowLevelZeroPlugin",
+        "zero.LowLevelZeroOptimizer", "zero.low_level.LowLevelZeroOptimizer")),
 )

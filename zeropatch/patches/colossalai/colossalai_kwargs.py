@@ -164,4 +164,7 @@ PATCH = Patch(
         r"launch(_from_torch|_from_slurm|_from_openmpi)?\(\) got an unexpected keyword argument 'config'",
         r"launch(_from_slurm|_from_openmpi)?\(\) got multiple values for argument '(rank|host|port|world_size)'",
     ),
+    looks_for=(*(f"call colossalai.*.{name} with {keyword}" for name, keywords in CONSTRUCTORS.values()
+                 for keyword in keywords),
+               *(f"call colossalai.{launch} with config" for launch in LAUNCHERS)),
 )

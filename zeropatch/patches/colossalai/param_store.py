@@ -296,4 +296,5 @@ PATCH = Patch(
         r"get_working_grad_by_param_id|param_to_pg|pg_to_param_list|get_param_grad|pid_to_grad_store|"
         r"pid_to_bucket_store|pg_to_grad_store|pg_to_bucket_store|zero_grad_stores|zero_bucket_stores)'",
     ),
+    looks_for=tuple(f"attribute _{store}_store" for store in ("param", "grad", "bucket")),
 )

@@ -126,4 +126,5 @@ PATCH = Patch(
             rf"DeepSpeedBF16Config[\s\S]*?(loss_scale|initial_scale_power|loss_scale_window|hysteresis|min_loss_scale)"
             rf"{EXTRA_FORBIDDEN}",
             rf"DeepSpeedFP16Config\s+(?:\[rank\d+\]:\s+)?opt_level{EXTRA_FORBIDDEN}"),
+    looks_for=(*(f"key {old}" for old in OFFLOAD), f"key {PIN}", *(f"key {key}" for keys in AMP_ONLY.values() for key in keys)),
 )

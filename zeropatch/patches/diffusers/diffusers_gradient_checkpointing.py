@@ -80,4 +80,7 @@ PATCH = Patch(
     targets=("diffusers.models.modeling_utils",),
     apply=apply,
     errors=(r"_set_gradient_checkpointing\(\) got an unexpected keyword argument 'enable'",),
+    looks_for=("override diffusers.ModelMixin _set_gradient_checkpointing",
+               "override diffusers.models.ModelMixin _set_gradient_checkpointing",
+               "override diffusers.models.modeling_utils.ModelMixin _set_gradient_checkpointing"),
 )

@@ -184,4 +184,8 @@ PATCH = Patch(
             r"No module named 'diffusers\.models\.(" + "|".join(MOVED) + r")'",
             r"expected np\.ndarray \(got Tensor\)",
             r"The deprecation tuple \(\"output_type=='np'\""),
+    looks_for=(*(f"import {MODELS}{old}" for old in MOVED),
+               *(f"name diffusers.models.embeddings.{name}" for name in (
+                   "CaptionProjection", "CombinedTimestepSizeEmbeddings", "PositionNet")),
+               "name diffusers.utils.randn_tensor", "name diffusers.models.attention_processor.LORA_ATTENTION_PROCESSORS"),
 )

@@ -143,4 +143,9 @@ PATCH = Patch(
             r"cannot import name 'hf_cache_home' from 'huggingface_hub\.constants'",
             r"(hf_hub_download|snapshot_download|hf_hub_url|model_info|list_repo_files|create_repo|upload_file|"
             r"upload_folder|whoami)\(\) got an unexpected keyword argument 'use_auth_token'"),
+    looks_for=("name huggingface_hub.cached_download", "name huggingface_hub.HfFolder",
+               "name huggingface_hub.constants.hf_cache_home",
+               *(f"call huggingface_hub.{function} with use_auth_token" for function in (
+                   "hf_hub_download", "snapshot_download", "hf_hub_url", "model_info", "list_repo_files", "create_repo",
+                   "upload_file", "upload_folder", "whoami"))),
 )

@@ -133,4 +133,5 @@ PATCH = Patch(
          "load it; no runtime patch can change a compiled module. Install numpy 1.26 in this environment "
          "(pip install 'numpy<2'), or a release of that extension built for NumPy 2."),
     ),
+    looks_for=tuple(f"name numpy.{alias}" for alias in ALIASES),
 )

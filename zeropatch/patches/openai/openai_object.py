@@ -148,4 +148,5 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"cannot import name 'openai_object' from 'openai'", r"No module named 'openai\.openai_object'"),
+    looks_for=("import openai.openai_object",),
 )

@@ -36,4 +36,5 @@ PATCH = Patch(
     targets=tuple(OLD_TO_NEW),
     apply=apply,
     errors=(r"cannot import name '(Expanding|Rolling)Groupby' from 'pandas\.core\.window\.(expanding|rolling)'",),
+    looks_for=("import pandarallel", *(f"name {module}.{old}" for module, (old, new) in OLD_TO_NEW.items())),
 )

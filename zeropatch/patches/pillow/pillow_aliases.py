@@ -135,4 +135,6 @@ PATCH = Patch(
     errors=(r"module 'PIL\.Image' has no attribute '(" + "|".join(IMAGE_NAMES) + r")'",
             r"'ImageDraw' object has no attribute '(multiline_)?textsize'",
             r"'(FreeTypeFont|ImageFont|TransposedFont)' object has no attribute '(getsize|getsize_multiline|getoffset)'"),
+    looks_for=(*(f"name PIL.Image.{name}" for name in IMAGE_NAMES),
+               *(f"call *.{method}" for classes in METHODS.values() for methods in classes.values() for method in methods)),
 )

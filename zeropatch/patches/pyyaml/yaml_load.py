@@ -93,4 +93,5 @@ PATCH = Patch(
     targets=("yaml",),
     apply=apply,
     errors=(r"load(_all)?\(\) missing 1 required positional argument: 'Loader'",),
+    looks_for=tuple(f"call yaml.{reader} without Loader" for reader in READERS),
 )

@@ -269,4 +269,5 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"No module named 'pkg_resources'", r"cannot import name 'packaging' from 'pkg_resources'"),
+    looks_for=("import pkg_resources",),
 )

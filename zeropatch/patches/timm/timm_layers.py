@@ -54,4 +54,5 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"No module named 'timm\.models\.layers\.\w+'",),
+    looks_for=tuple(f"import {OLD}{name}" for name in SUBMODULES),
 )

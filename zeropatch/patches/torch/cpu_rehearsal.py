@@ -201,4 +201,5 @@ PATCH = Patch(
         r"Your setup doesn't support bf16/gpu",
         r"--tf32 requires Ampere or a newer GPU arch",
     ),
+    looks_for=("call *.cuda", "call torch.cuda.set_device", "option --bf16", "option --tf32"),
 )

@@ -53,4 +53,5 @@ PATCH = Patch(
                 "an installed xformers found flash_attn_sdpa's flash_attn and looks for flash-attn's CUDA bindings, which "
                 "an SDPA stand-in cannot give: leave flash_attn_sdpa off where xformers is installed (xformers' own "
                 "attention falls back to SDPA through xformers_fallback), or install flash-attn")),
+    looks_for=("import flash_attn",),
 )

@@ -124,4 +124,5 @@ PATCH = Patch(
     targets=("torch.distributed",),
     apply=apply,
     errors=(r"terminate called without an active exception",),
+    looks_for=("call torch.distributed.init_process_group",),
 )

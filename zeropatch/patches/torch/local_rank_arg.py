@@ -57,4 +57,5 @@ PATCH = Patch(
     targets=("argparse",),
     apply=apply,
     errors=(r"unrecognized arguments:.*--local[-_]rank",),
+    looks_for=("option --local_rank", "call torch.distributed.launch"),
 )

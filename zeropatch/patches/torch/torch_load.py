@@ -313,4 +313,5 @@ PATCH = Patch(
     apply=apply,
     errors=(r"Weights only load failed[\s\S]*Unsupported global: GLOBAL (" +
             "|".join(name.replace(".", r"\.") for name in ALLOWED) + r")\b",),
+    looks_for=("call torch.load without weights_only",),
 )

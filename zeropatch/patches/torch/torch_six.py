@@ -55,4 +55,5 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"No module named 'torch\._six'",),
+    looks_for=("import torch._six",),
 )

@@ -63,4 +63,5 @@ PATCH = Patch(
     default=False,
     apply=apply,
     errors=(r"No module named 'xformers'",),
+    looks_for=("import xformers",),
 )

@@ -40,4 +40,5 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"No module named 'torchvision\.transforms\.functional_tensor'",),
+    looks_for=("import torchvision.transforms.functional_tensor",),
 )

@@ -292,4 +292,5 @@ PATCH = Patch(
         r"No module named 'torchvision\.io\.video'",
         r"torchvision[/\\]io[/\\]video\.py[\s\S]*No module named 'pytorch'",
     ),
+    looks_for=("import torchvision.io.video", *(f"name torchvision.io.{name}" for name in PUBLIC)),
 )

@@ -124,4 +124,6 @@ PATCH = Patch(
     apply=apply,
     report=report,
     errors=(r"Attempting to unscale FP16 gradients",),
+    looks_for=tuple(f"call transformers.{model}.from_pretrained without torch_dtype|dtype|quantization_config"
+                    for model in ("*ForCausalLM", "*LMHeadModel", "AutoModel*", "*ForConditionalGeneration")),
 )

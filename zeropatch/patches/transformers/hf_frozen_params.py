@@ -70,4 +70,6 @@ PATCH = Patch(
     apply=apply,
     errors=(r"CheckpointError[\s\S]*A different number of tensors was saved during the original forward and "
             r"recomputation",),
+    looks_for=tuple(f"define transformers.{base} __init__ with requires_grad|requires_grad_"
+                    for base in ("PreTrainedModel", "modeling_utils.PreTrainedModel")),
 )

@@ -156,4 +156,6 @@ PATCH = Patch(
     targets=("transformers.modeling_utils",),
     apply=apply,
     errors=(r"object has no attribute 'all_tied_weights_keys'",),
+    looks_for=tuple(f"define transformers.{base} __init__ without post_init"
+                    for base in ("PreTrainedModel", "modeling_utils.PreTrainedModel")),
 )

@@ -57,4 +57,5 @@ PATCH = Patch(
     targets=("transformers.configuration_utils",),
     apply=apply,
     errors=(r"unsupported operand type\(s\) for \*\* or pow\(\): 'NoneType' and 'Tensor'", r"KeyError: 'rope_type'"),
+    looks_for=("attribute rope_scaling",),
 )

@@ -33,4 +33,5 @@ PATCH = Patch(
     apply=apply,
     errors=(r"cannot import name 'ALL_LAYERNORM_LAYERS' from 'transformers\.trainer'",
             r"module 'transformers\.trainer' has no attribute 'ALL_LAYERNORM_LAYERS'"),
+    looks_for=("name transformers.trainer.ALL_LAYERNORM_LAYERS",),
 )

@@ -121,4 +121,6 @@ PATCH = Patch(
             r"_get_train_sampler\(\) takes 1 positional argument but 2 were given",
             r"_save_checkpoint\(\) takes 3 positional arguments but 4 were given"),
     report=report,
+    looks_for=tuple(f"override transformers.{trainer} {method}" for trainer in ("Trainer", "trainer.Trainer")
+                    for method in ("compute_loss", "_get_train_sampler", "_save_checkpoint")),
 )

@@ -62,4 +62,6 @@ PATCH = Patch(
     apply=apply,
     errors=(r"(Seq2Seq)?Trainer\.__init__\(\) got an unexpected keyword argument 'tokenizer'",
             r"'\w*Trainer' object has no attribute 'tokenizer'"),
+    looks_for=tuple(f"call transformers.{trainer} with tokenizer" for trainer in (
+        "Trainer", "trainer.Trainer", "Seq2SeqTrainer", "trainer_seq2seq.Seq2SeqTrainer")),
 )

@@ -96,4 +96,5 @@ PATCH = Patch(
             r"past_key_value should have 2 past states: keys and values\. Got \d+ past states",
             r"get_t5_flash_attention_forward\.<locals>\.forward\(\) got an unexpected keyword argument "
             r"'(cache|past_key_values|cache_position)'"),
+    looks_for=("call colossalai.shardformer.ShardFormer", "call colossalai.shardformer.ShardConfig"),
 )

@@ -100,4 +100,5 @@ PATCH = Patch(
     targets=("transformers", "transformers.optimization"),
     apply=apply,
     errors=(r"cannot import name 'AdamW' from 'transformers'", r"module 'transformers(\.optimization)?' has no attribute 'AdamW'"),
+    looks_for=("name transformers.AdamW", "name transformers.optimization.AdamW"),
 )

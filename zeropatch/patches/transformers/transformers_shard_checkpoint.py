@@ -50,4 +50,5 @@ PATCH = Patch(
     targets=("transformers.modeling_utils",),
     apply=apply,
     errors=(r"cannot import name 'shard_checkpoint' from 'transformers\.modeling_utils'",),
+    looks_for=("name transformers.modeling_utils.shard_checkpoint",),
 )

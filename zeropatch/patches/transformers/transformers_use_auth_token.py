@@ -58,4 +58,5 @@ PATCH = Patch(
     targets=tuple(LOADERS),
     apply=apply,
     errors=(r"__init__\(\) got an unexpected keyword argument 'use_auth_token'",),
+    looks_for=("call transformers.*.from_pretrained with use_auth_token",),
 )

@@ -66,4 +66,5 @@ PATCH = Patch(
     errors=(r"No operator found for `memory_efficient_attention_forward`",
             r"xFormers can't load C\+\+/CUDA extensions",
             r"Operator `memory_efficient_attention` does not support inputs"),
+    looks_for=("call xformers.ops.memory_efficient_attention",),
 )

@@ -42,4 +42,5 @@ PATCH = Patch(
     targets=("yapf.yapflib.yapf_api",),
     apply=apply,
     errors=(r"FormatCode\(\) got an unexpected keyword argument 'verify'",),
+    looks_for=("call mmcv.Config.dump", "call mmcv.Config.fromfile"),
 )

@@ -1,0 +1,190 @@
+"""`zeropatch check PATH` reads code without running it: every patch says what to look for, each patch's own repro is
+found by it, and the forms of a signature (imports through aliases, classes derived in another file, keywords given
+as None, launch options, configuration keys) each find what they should and nothing beside it."""
+
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, assert_ok, run_command
+from zeropatch import _core
+from zeropatch._scan import Signature, scan
+
+ZEROPATCH = [sys.executable, "-m", "zeropatch"]
+PATCHES = [entry.patch for entry in _core._registry().values()]
+# patches whose drift shows in no line of the code: what breaks depends on the run, not on what the code says
+NOT_IN_CODE = {
+    "ds_launcher_env": "DeepSpeed's multi-node launcher drops zeropatch's variables: a property of the launch",
+    "param_names": "parameters replaced under DeepSpeed's engine (accelerate's offload): known only at run time",
+    "fused_ema": "a speed-up of EMA loops, not a breakage",
+    "pg_deepcopy": "copy.deepcopy of an object that holds a process group: what it holds is known only at run time",
+    "t5_apex_norm": "a GPU machine with apex installed, whatever the code",
+}
+
+
+def test_every_patch_says_what_check_looks_for_or_why_no_line_shows_it():
+    for patch in PATCHES:
+        assert bool(patch.looks_for) != (patch.name in NOT_IN_CODE), patch.name
+        for text in patch.looks_for:
+            Signature(text)  # raises on a malformed entry
+
+
+@pytest.mark.parametrize("patch", [patch for patch in PATCHES if patch.looks_for], ids=lambda patch: patch.name)
+def test_check_names_each_patch_in_its_own_repro(patch):
+    repro = ROOT / "patches" / patch.name  # repro.py and the legacy code it runs beside it
+    named = {finding.patch for finding in scan(str(repro), PATCHES).findings if finding.path.endswith(".py")}
+    assert patch.name in named, f"{repro}: check found {sorted(filter(None, named))}"
+
+
+def test_a_malformed_signature_names_the_valid_forms():
+    for text in ("impor torch._six", "call", "override transformers.Trainer", "option evaluation_strategy", "key --x"):
+        with pytest.raises(ValueError, match="valid forms are|starts with one of"):
+            Signature(text)
+
+
+class Sample:
+    """A patch as the registry holds one, for the form tests."""
+
+    def __init__(self, name, *looks_for, provides=False):
+        self.name, self.looks_for, self.provides = name, looks_for, provides
+
+
+def found(tmp_path, files, *patches, python=None):
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    findings = scan(str(tmp_path), list(patches), python).findings
+    if patches:  # what the sample patches find; what no patch fixes is the last test's
+        return sorted((finding.path, finding.line, finding.patch) for finding in findings if finding.patch)
+    return sorted((finding.path, finding.line, finding.advice) for finding in findings)
+
+
+def test_names_resolve_through_each_files_imports(tmp_path):
+    files = {"a.py": """\
+        import numpy as np
+        from numpy import float as old_float
+        import mylib.numpy as np2
+        x = np.float
+        y = np2.float
+        z = np.float64
+        """}
+    assert found(tmp_path, files, Sample("aliases", "name numpy.float")) == [("a.py", 2, "aliases"), ("a.py", 4, "aliases")]
+
+
+def test_imports_of_a_removed_module_and_its_submodules_but_not_a_guarded_provided_one(tmp_path):
+    files = {"a.py": """\
+        from torch._six import inf
+        import torch._six.more
+        from torch import _six
+        import torch
+        try:
+            import xformers.ops
+        except ImportError:
+            xformers = None
+        import xformers
+        """}
+    patches = (Sample("six", "import torch._six"), Sample("provided", "import xformers", provides=True))
+    assert found(tmp_path, files, *patches) == [("a.py", 1, "six"), ("a.py", 2, "six"), ("a.py", 3, "six"),
+                                                ("a.py", 9, "provided")]
+
+
+def test_calls_through_classes_derived_in_another_file_with_and_without_keywords(tmp_path):
+    files = {
+        "pkg/trainer.py": """\
+            import transformers
+            class MyTrainer(transformers.Trainer):
+                def compute_loss(self, model, inputs, return_outputs=False):
+                    return 0
+                def training_step(self, model, inputs, **kwargs):
+                    return 0
+            class Model(transformers.LlamaForCausalLM):
+                pass
+            """,
+        "train.py": """\
+            import torch
+            from pkg.trainer import MyTrainer, Model
+            trainer = MyTrainer(model=None, tokenizer=None)
+            plain = MyTrainer(model=None, processing_class=None)
+            a = Model.from_pretrained("path")
+            b = Model.from_pretrained("path", torch_dtype=torch.float16 if True else None)
+            c = Model.from_pretrained("path", torch_dtype=torch.float16)
+            """}
+    patches = (Sample("tokenizer", "call transformers.Trainer with tokenizer"),
+               Sample("dtype", "call transformers.*ForCausalLM.from_pretrained without torch_dtype|dtype"),
+               Sample("overrides", "override transformers.Trainer compute_loss", "override transformers.Trainer training_step"))
+    assert found(tmp_path, files, *patches) == [("pkg/trainer.py", 3, "overrides"), ("train.py", 3, "tokenizer"),
+                                                ("train.py", 5, "dtype"), ("train.py", 6, "dtype")]
+
+
+def test_methods_of_unnamed_objects_attributes_definitions_and_dict_keys(tmp_path):
+    files = {"a.py": """\
+        import os
+        from transformers import PreTrainedModel
+        size = draw.textsize("caption")
+        other = os.path.getsize("file")
+        config.rope_scaling = {"type": "linear"}
+        class Legacy(PreTrainedModel):
+            def __init__(self, config):
+                self.freqs.requires_grad = False
+        class Modern(PreTrainedModel):
+            def __init__(self, config):
+                self.post_init()
+        ds = {"zero_optimization": {"cpu_offload_params": True}}
+        """}
+    patches = (Sample("methods", "call *.textsize", "call *.getsize"), Sample("rope", "attribute rope_scaling"),
+               Sample("post_init", "define transformers.PreTrainedModel __init__ without post_init"),
+               Sample("frozen", "define transformers.PreTrainedModel __init__ with requires_grad"),
+               Sample("keys", "key cpu_offload_params"))
+    assert found(tmp_path, files, *patches) == [("a.py", 3, "methods"), ("a.py", 5, "rope"), ("a.py", 7, "frozen"),
+                                                ("a.py", 7, "post_init"), ("a.py", 12, "keys")]
+
+
+def test_launch_options_in_either_spelling_and_keys_in_configuration_files(tmp_path):
+    files = {"scripts/finetune.sh": """\
+                 torchrun train.py --evaluation_strategy "no" \\
+                     --evaluation-strategy no --eval_strategy no --evaluation_strategy_x 1
+                 """,
+             "ds.json": '{"zero_optimization": {"cpu_offload_params": true, "offload_param": {}}}\n'}
+    patches = (Sample("options", "option --evaluation_strategy"), Sample("keys", "key cpu_offload_params"))
+    assert found(tmp_path, files, *patches) == [("ds.json", 1, "keys"), ("scripts/finetune.sh", 1, "options"),
+                                                ("scripts/finetune.sh", 2, "options")]
+
+
+def test_what_no_patch_fixes_missing_installs_python_removals_compiled_extensions(tmp_path):
+    files = {"train.py": """\
+                 import imp
+                 import local_helpers
+                 from models.net import Net
+                 import zp_not_installed_anywhere
+                 try:
+                     import zp_optional_accelerator
+                 except ImportError:
+                     pass
+                 from torch.utils.cpp_extension import load
+                 """,
+             "local_helpers.py": "",
+             "models/net.py": "",
+             "kernels/attention.cu": "__global__ void k() {}\n"}
+    on_3_12 = [advice.split(":")[0] for _, _, advice in found(tmp_path, files, python=(3, 12))]
+    assert on_3_12 == ["CUDA source", "imp was removed in Python 3.12", "zp_not_installed_anywhere is not installed here",
+                       "a compiled extension"], on_3_12
+    on_3_11 = [advice.split(":")[0] for _, _, advice in found(tmp_path, files, python=(3, 11))]
+    assert "imp was removed in Python 3.12" not in on_3_11 and len(on_3_11) == 3
+
+
+def test_check_of_a_folder_breaks_without_zeropatch_and_is_fixed_with_it(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nfrom torch._six import inf\nstate = torch.load('model.pt')\n")
+    (tmp_path / "requirements.txt").write_text("torch==1.13.1\n")
+    without = run_command(ZEROPATCH + ["check", "--patches", "0", tmp_path])
+    assert without.returncode == 1, without.stdout + without.stderr
+    assert "BREAKS  train.py:2  from torch._six import inf" in without.stdout, without.stdout
+    assert "BREAKS  train.py:3" in without.stdout and "torch_load (default patch, off here" in without.stdout
+    assert "pin     requirements.txt: torch==1.13.1, installed " in without.stdout, without.stdout
+    with_zeropatch = run_command(ZEROPATCH + ["check", tmp_path])
+    assert_ok(with_zeropatch)
+    assert "fixed   train.py:2" in with_zeropatch.stdout and "2 breakages fixed by the selected patches, 0 not fixed" \
+        in with_zeropatch.stdout, with_zeropatch.stdout
+    bad = run_command(ZEROPATCH + ["check", "--python", "3", tmp_path])
+    assert bad.returncode == 2 and "MAJOR.MINOR" in bad.stderr

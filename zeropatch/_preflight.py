@@ -1,0 +1,106 @@
+"""What ``zeropatch check PATH`` prints from a static scan (``_scan``): each finding, file:line, with whether it breaks
+on the installed release and what fixes it; the repository's pins that the installed releases differ from; one
+summary line. Exit status 1 when something will break that the selected patches do not fix."""
+
+import os
+import re
+import sys
+
+from zeropatch._cli import REHEARSAL
+from zeropatch._legacy import find_pin
+from zeropatch._registry import _registry
+from zeropatch._scan import scan
+from zeropatch._versions import installed_version, version_tuple
+
+_FIRST_RELEASE = re.compile(r"\s*(\d+(?:\.\d+)*)")
+GPU_DEVICES = ("/dev/nvidiactl", "/dev/kfd")  # NVIDIA's and ROCm's driver nodes: seen without importing torch
+
+
+def breaks_here(patch):
+    """(breaks on the installed release, why): the patch's library installed at or after the first release its
+    ``affected`` names (for the CPU rehearsal: on a machine without a GPU)."""
+    if patch.name == REHEARSAL and any(os.path.exists(device) for device in GPU_DEVICES):
+        return False, "this machine has a GPU"
+    version = installed_version(patch.package)
+    first = _FIRST_RELEASE.match(patch.affected)
+    if version is None:
+        return False, f"{patch.package} is not installed here"
+    if first and version_tuple(version) < version_tuple(first.group(1)):
+        return False, f"{patch.package} {version} is older than the drift; affected: {patch.affected}"
+    return True, f"{patch.package} {version} installed; affected: {patch.affected}"
+
+
+def _turn_on(patches):
+    """How to select the patches a check found needed and off."""
+    selection = ",".join(["1", *sorted(name for name, patch in patches.items() if not patch.default)])
+    rehearsal = " (the CPU rehearsal: `zeropatch run --cpu -- ...`)" if REHEARSAL in patches else ""
+    return f"turn on {', '.join(sorted(patches))} with ZEROPATCH={selection}{rehearsal}"
+
+
+def differing_pins(folder):
+    """(pin file, pin, installed version) for each installed distribution the repository pins to other releases."""
+    import importlib.metadata
+
+    names = sorted({(distribution.metadata["Name"] or "") for distribution in importlib.metadata.distributions()})
+    differing = []
+    for name in filter(None, names):
+        found = find_pin(name, folder)
+        version = installed_version(name)
+        if found is None or version is None:
+            continue
+        path, pin, lowest, below = found
+        release = version_tuple(version)
+        exact = "==" in pin and lowest is not None and release[:len(lowest)] != lowest
+        if exact or (lowest is not None and release < lowest) or (below is not None and release >= below):
+            differing.append((os.path.relpath(path, folder), pin, version))
+    return differing
+
+
+def _grouped(findings):
+    """Findings of one file with one cause (a patch's signature, or one piece of advice), in line order, together."""
+    groups = {}
+    for finding in sorted(findings, key=lambda finding: (finding.path, finding.line)):
+        groups.setdefault((finding.path, finding.patch, finding.signature, finding.advice), []).append(finding)
+    return list(groups.values())
+
+
+def report(root, selected, out=sys.stdout, python=None):
+    """Scan ``root`` (a script or a folder) and print what breaks; ``selected``: the patch names that will be on
+    (None: zeropatch off). Returns the exit status."""
+    registry = _registry()
+    patches = [entry.patch for entry in registry.values()]
+    result = scan(root, patches, python)
+    selected = set(selected or ())
+    fixed = unfixed = notes = 0
+    blocked = {}
+    for group in _grouped(result.findings):
+        finding, more = group[0], len(group) - 1
+        also = f"   (and {more} more in this file)" if more else ""
+        if finding.patch is None:
+            unfixed += 1
+            print(f"  NO FIX  {finding.path}:{finding.line}  {finding.code}{also}".rstrip(), file=out)
+            print(f"          {finding.advice}", file=out)
+            continue
+        patch = registry[finding.patch].patch
+        breaks, why = breaks_here(patch)
+        on = patch.name in selected
+        if not breaks:
+            label, notes = "note", notes + 1
+        elif on:
+            label, fixed = "fixed", fixed + 1
+        else:
+            label, unfixed = "BREAKS", unfixed + 1
+            blocked[patch.name] = patch
+        kind = "default" if patch.default else "opt-in"
+        state = "on" if on else "off"
+        print(f"  {label:<6}  {finding.path}:{finding.line}  {finding.code}{also}", file=out)
+        print(f"          {patch.name} ({kind} patch, {state} here; `{finding.signature}`): {why}", file=out)
+    folder = root if os.path.isdir(root) else os.path.dirname(os.path.abspath(root))
+    for path, pin, version in differing_pins(folder):
+        print(f"  pin     {path}: {pin}, installed {version}", file=out)
+    for line in result.unreadable:
+        print(f"  unread  {line}", file=out)
+    print(f"zeropatch check: {root}: {result.python_files} Python files, {result.launch_files} launch files read; "
+          f"{fixed} breakages fixed by the selected patches, {unfixed} not fixed, {notes} notes"
+          + (f"; {_turn_on(blocked)}" if blocked else ""), file=out)
+    return 1 if unfixed else 0
