@@ -50,7 +50,7 @@ MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
-REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai"
+REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning"
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
@@ -63,7 +63,7 @@ REFERENCES = {"0.5.0": [PILLOW_9],
               "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
               "today": ["torchvision==0.25.0", PILLOW_9]}  # the last torchvision with video I/O (torchvision_video)
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -84,8 +84,8 @@ def install_deepspeed(session, requirement, *pins):
 def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
-    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", *COLOSSALAI_IMPORT_NEEDS,
-                    *STACKS[colossalai])
+    session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", "pytorch-lightning",
+                    *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
@@ -114,7 +114,7 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
-                    "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
+                    "pytorch-lightning", "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")

@@ -15,17 +15,7 @@ import os
 import sys
 import traceback
 
-IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-
-
-def _handles_import_errors(node):
-    for handler in node.handlers:
-        if handler.type is None:
-            return True
-        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if any(isinstance(name, ast.Name) and name.id in IMPORT_ERRORS for name in names):
-            return True
-    return False
+from zeropatch._scan import handles_import_errors
 
 
 def _attribute_chain(node):
@@ -58,7 +48,7 @@ def steps(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)) or _sets_up_path(node) or _reads_a_module_constant(node):
             found.append((node, False))
         elif isinstance(node, ast.Try):
-            optional = _handles_import_errors(node)
+            optional = handles_import_errors(node)
             found.extend((inner, optional) for inner in node.body if isinstance(inner, (ast.Import, ast.ImportFrom)))
     return found
 

@@ -110,7 +110,7 @@ class _FileReader(ast.NodeVisitor):
     def prepare(self):
         """The file's imports and the library classes its classes derive from (before ``find``)."""
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Try) and _handles_import_errors(node):
+            if isinstance(node, ast.Try) and handles_import_errors(node):
                 self.optional.update(id(inner) for statement in node.body for inner in ast.walk(statement))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
@@ -271,7 +271,8 @@ def _maybe_none(value):
     return isinstance(value, ast.Constant) and value.value is None
 
 
-def _handles_import_errors(node):
+def handles_import_errors(node):
+    """Whether a ``try`` statement handles a failed import (its imports are optional)."""
     for handler in node.handlers:
         if handler.type is None:
             return True
