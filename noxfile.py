@@ -50,7 +50,8 @@ MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
-REQUIRED_CPU = "torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning"
+REQUIRED_CPU = ("torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning,"
+                "tensorboardX")
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
@@ -85,7 +86,7 @@ def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
     session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", "pytorch-lightning",
-                    *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
+                    "tensorboardX", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
@@ -114,7 +115,7 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
-                    "pytorch-lightning", "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
+                    "pytorch-lightning", "tensorboardX", "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -165,6 +166,8 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "pillow": [*CONSTRAINTS, "numpy"],
     "pyyaml": [*CONSTRAINTS],
     "openai": [*CONSTRAINTS],
+    # setuptools 81: pytorch-lightning 2.0-2.3 import pkg_resources at import (the probe runs without zeropatch)
+    "pytorch_lightning": [*CONSTRAINTS, "torch", "numpy", "tensorboardX", "setuptools==81.0.0"],
 }
 SWEEP_REFERENCES = {"pillow": [PILLOW_9]}  # beside the stack's releases, as in the test sessions (REFERENCES)
 

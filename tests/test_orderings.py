@@ -114,13 +114,22 @@ CASES = {
                           "from xformers.ops import fmha; assert fmha.BlockDiagonalMask.from_seqlens([2]).q_seqinfo", False),
     "xformers_sdpa": (("torch",), ("xformers.ops",), ATTENTION, False),
     "flash_attn_sdpa": (("torch",), ("flash_attn",), ATTENTION, False),
-    "cpu_rehearsal": (("torch", "accelerate", "transformers"), ("torch", "accelerate.state", "transformers.models.t5.modeling_t5",
-                                                       "transformers.training_args"),
+    "pl_trainer_args": (("pytorch_lightning",), ("pytorch_lightning.trainer.trainer", "pytorch_lightning.core.datamodule"),
+                        "import pytorch_lightning as pl; assert callable(pl.Trainer.fit)", False),
+    "pl_legacy_hooks": (("pytorch_lightning",), ("pytorch_lightning.trainer.call", "pytorch_lightning.trainer.trainer",
+                                                 "pytorch_lightning.loops.fit_loop"),
+                        "from pytorch_lightning.trainer import call; assert callable(call._call_callback_hooks)", False),
+    "pl_moved_names": (("pytorch_lightning",), ("pytorch_lightning.utilities.distributed", "pytorch_lightning.loggers",
+                                                "pytorch_lightning.utilities.seed"),
+                       "import pytorch_lightning.loggers as loggers; assert loggers.TensorBoardLogger", False),
+    "cpu_rehearsal": (("torch", "accelerate", "transformers", "pytorch_lightning"),
+                      ("torch", "accelerate.state", "transformers.models.t5.modeling_t5", "transformers.training_args",
+                       "pytorch_lightning.trainer.connectors.accelerator_connector"),
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
-            "timm_layers"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "timm_layers", "pl_moved_names"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}

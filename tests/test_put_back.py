@@ -20,6 +20,7 @@ PUTS_BACK = {
     "hf_trainer_names": ("transformers.trainer",),
     "pillow_aliases": ("PIL.Image",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
+    "pl_moved_names": ("pytorch_lightning.loggers", "pytorch_lightning.utilities.seed"),
 }
 
 

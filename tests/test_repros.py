@@ -175,6 +175,15 @@ REPROS = {
                       "repro: the GPU script trained, saved and resumed"),
     "pandas_groupby_names": (("pandas", "pandarallel"), None, "all", {}, lambda: distribution_version("pandas") >= (3, 1), None,
                              "repro: pandarallel's parallel_apply equals apply"),
+    "pl_trainer_args": (("torch", "pytorch_lightning"), None, "all", {},
+                        lambda: distribution_version("pytorch-lightning") >= (2,), None,
+                        "repro: the 1.x-built Trainer trained 4 steps on the CPU (root_gpu None) and resumed to 6"),
+    "pl_legacy_hooks": (("torch", "pytorch_lightning"), None, "all", {},
+                        lambda: distribution_version("pytorch-lightning") >= (2,), None,
+                        "repro: the 1.x hooks ran with 1.x's arguments and outputs"),
+    "pl_moved_names": (("torch", "pytorch_lightning", "tensorboardX"), None, "all", {},
+                       lambda: distribution_version("pytorch-lightning") >= (2,), None,
+                       "TestTubeLogger logged version_0"),
 }
 
 

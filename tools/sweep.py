@@ -23,10 +23,10 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai")
+           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -160,6 +160,11 @@ STACKS = {
     # 0.28.1: the last with openai_object (its own class runs the same test); 1.0.0, the last 2.x, today's
     "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
                ["tests/test_openai_object.py"]),
+    # 2.0.0 (the 1.x API's removal), a release a year since, today's
+    "pytorch_lightning": (pinned("pytorch-lightning"), ["2.0.0", "2.2.5", "2.4.0", "2.6.6"], "import pytorch_lightning",
+                          ["pl_trainer_args", "pl_legacy_hooks", "pl_moved_names"],
+                          ["tests/test_pytorch_lightning.py",
+                           "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[pl_moved_names]"]),
 }
 
 

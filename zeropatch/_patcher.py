@@ -54,10 +54,12 @@ class Patcher:
         self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
 
     def add_methods(self, owner, methods):
-        """Put methods a release removed back on the class ``owner`` (``methods``: name -> function), each carrying
-        the class's ``__module__`` and ``Class.name`` as ``__qualname__``, as the library's own did."""
+        """Put methods a release removed back on the class ``owner`` (``methods``: name -> function, or a
+        classmethod or property), each carrying the class's ``__module__`` and ``Class.name`` as ``__qualname__``, as
+        the library's own did."""
         for name, method in methods.items():
-            self._stand_for(method, owner.__module__, f"{owner.__qualname__}.{name}")
+            function = getattr(method, "__func__", None) or getattr(method, "fget", None) or method
+            self._stand_for(function, owner.__module__, f"{owner.__qualname__}.{name}")
             self.set(owner, name, method)
 
     def _stand_for(self, value, module, qualname):

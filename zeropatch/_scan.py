@@ -15,8 +15,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   ``os.path.getsize``);
 - ``override DOTTED METHOD``: a class derived from ``DOTTED`` defines ``METHOD`` without ``**kwargs`` (the library now
   passes it arguments it does not take);
-- ``define DOTTED METHOD with|without NAMES``: a class derived from ``DOTTED`` defines ``METHOD``, whose body does
-  (or does not) name one of ``NAMES`` (``define transformers.PreTrainedModel __init__ without post_init``);
+- ``define DOTTED METHOD [with|without NAMES]``: a class derived from ``DOTTED`` defines ``METHOD``, whose parameters
+  and body do (or do not) name one of ``NAMES`` (``define transformers.PreTrainedModel __init__ without post_init``);
 - ``option --NAME``: a command-line option in a launch file (``.sh``, ``.md``, ``.yaml``, ...), either spelling
   (``--warmup_ratio``, ``--warmup-ratio``), or a Python string that is the option (``add_argument("--local_rank")``,
   ``sys.argv += ["--warmup_ratio", "0.03"]``);
@@ -59,16 +59,16 @@ class Signature:
         self.kind, self.target = words[0], words[1]
         rest = words[2:]
         self.method = None
-        if self.kind == "define" and len(rest) == 3 and rest[1] in ("with", "without"):
+        if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
             self.method, rest = rest[0], rest[1:]
         if self.kind in ("call", "define") and rest[:1] in (["with"], ["without"]) and len(rest) == 2:
             self.present, self.keyword = rest[0] == "with", frozenset(rest[1].split("|"))
         elif self.kind == "override" and len(rest) == 1:
             self.method = rest[0]
-        elif rest or self.kind in ("override", "define") or (self.kind == "option") != self.target.startswith("--"):
+        elif rest or self.kind == "override" or (self.kind == "define" and self.method is None) or (self.kind == "option") != self.target.startswith("--"):
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
                              f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
-                             f"METHOD with|without NAMES', 'option --NAME', 'key NAME'")
+                             f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME'")
 
 
 class Finding:
@@ -257,8 +257,9 @@ class _FileReader(ast.NodeVisitor):
         for signature, patch in self.table["define"]:
             method = methods.get(signature.method)
             if signature.target in bases and method is not None:
-                named = {getattr(inner, "attr", None) or getattr(inner, "id", None) for inner in ast.walk(method)}
-                if bool(signature.keyword & named) == signature.present:
+                named = {getattr(inner, "attr", None) or getattr(inner, "id", None) or getattr(inner, "arg", None)
+                         for inner in ast.walk(method)}
+                if signature.keyword is None or bool(signature.keyword & named) == signature.present:
                     self._found(method, signature, patch)
         self.generic_visit(node)
 

@@ -21,7 +21,9 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed.
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
   ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU. The Trainer's
-  ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls.
+  ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls. A Lightning
+  Trainer asked for GPUs (``accelerator="gpu"``, 1.x's ``gpus="0,1"``) trains with as many CPU processes, its strategy
+  (DDP) over gloo.
 No part of it starts on a machine with a real GPU (CUDA or ROCm) unless asked (``zeropatch run --cpu``); it reports
 at exit what it mapped. A rehearsal proves the script runs end to end, not its speed, memory or GPU kernels.
 """
@@ -39,6 +41,8 @@ from zeropatch.patches.torch._rehearsal_record import count, report, report_at_e
 ACCELERATE_STATE = "accelerate.state"
 T5_MODULE = "transformers.models.t5.modeling_t5"
 TRAINING_ARGS = "transformers.training_args"
+LIGHTNING_CONNECTOR = "pytorch_lightning.trainer.connectors.accelerator_connector"
+GPU_ACCELERATORS = ("gpu", "cuda")
 
 
 def _stay_off_where_a_gpu_is():
@@ -167,8 +171,46 @@ def _on_training_args(patcher, training_args):
     return "TrainingArguments accepts the GPU job's --bf16 (bfloat16 on the CPU) and --tf32 (float32 kept)"
 
 
+def _device_count(devices):
+    """How many GPUs a Lightning ``devices`` value names ([0, 1], "0,1", "0,", 2, "2"); -1 / "auto": one per rank."""
+    if isinstance(devices, (list, tuple)):
+        return len(devices)
+    if isinstance(devices, str) and "," in devices:
+        return len([part for part in devices.split(",") if part.strip()])
+    if isinstance(devices, str) and devices.strip().lstrip("-").isdigit():
+        devices = int(devices)
+    return devices if isinstance(devices, int) and devices > 0 else 1
+
+
+def _on_lightning(patcher, connector):
+    """A Lightning Trainer asked for GPUs (accelerator="gpu" / "cuda", 1.x's gpus=) runs as many processes on the CPU,
+    with the strategy it asked for (DDP over gloo); Lightning turns 16-bit mixed precision into bfloat16 there."""
+    owner = getattr(connector, "_AcceleratorConnector", None)
+    if owner is None:
+        raise Skip(f"{LIGHTNING_CONNECTOR} has no _AcceleratorConnector")
+    import inspect
+
+    signature = inspect.signature(owner.__init__)
+    if not {"accelerator", "devices"} <= set(signature.parameters):
+        raise Skip("_AcceleratorConnector takes no accelerator / devices")
+
+    def gpus_on_the_cpu(wrapped, instance, args, kwargs):
+        bound = signature.bind(instance, *args, **kwargs)
+        accelerator = bound.arguments.get("accelerator", "auto")
+        if isinstance(accelerator, str) and accelerator.lower() in GPU_ACCELERATORS:
+            devices = _device_count(bound.arguments.get("devices", "auto"))
+            bound.arguments["accelerator"], bound.arguments["devices"] = "cpu", devices
+            count(f"pytorch_lightning: accelerator={accelerator!r} -> {devices} CPU process(es)")
+        return wrapped(*bound.args[1:], **bound.kwargs)
+
+    patcher.wrap(owner, "__init__", gpus_on_the_cpu)
+    return "a Lightning Trainer asked for GPUs trains with as many CPU processes"
+
+
 def apply(patcher, module):
     _stay_off_where_a_gpu_is()
+    if module.__name__ == LIGHTNING_CONNECTOR:
+        return _on_lightning(patcher, module)
     if module.__name__ == ACCELERATE_STATE:
         return _on_accelerate(patcher, module)
     if module.__name__ == T5_MODULE:
@@ -184,7 +226,7 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),

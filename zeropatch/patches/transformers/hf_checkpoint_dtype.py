@@ -76,7 +76,9 @@ def _default_dtype_name():
 
 
 def report():
-    return {"note": _decision[0].why if _decision else "", "counts": dict(_loads), "first": {}}
+    if not _decision:
+        return None  # no load without a dtype in this process: nothing to say
+    return {"note": _decision[0].why, "counts": dict(_loads), "first": {}}
 
 
 def _mark_the_auto_classes(patcher, modeling_auto):

@@ -1,0 +1,122 @@
+"""pytorch-lightning 1.x code on 2.x: the Trainer built from 1.x keywords as 1.9 built it (pl_trainer_args), the
+legacy contracts that apply only to code written for 1.x (pl_legacy_hooks: a test loop without test_step, a resume
+at an epoch's end), and a 1.x multi-GPU launch rehearsed on two CPU processes (cpu_rehearsal)."""
+
+import json
+import sys
+
+from conftest import ROOT, assert_ok, clean_environment, requires, run_command, run_python
+
+ZEROPATCH = [sys.executable, "-m", "zeropatch"]
+
+TRANSLATE = '''
+import json, zeropatch
+from zeropatch.patches.pytorch_lightning.pl_trainer_args import _translate
+def translated(kwargs, legacy):
+    try:
+        notes = _translate(kwargs, legacy)
+    except TypeError as error:
+        return "refused: " + str(error)
+    return {key: (type(value).__name__ if key == "callbacks" else value) for key, value in kwargs.items()}
+cases = [
+    ({}, {"gpus": "0,"}), ({}, {"gpus": "0,1"}), ({}, {"gpus": 2}), ({}, {"gpus": "1"}), ({}, {"gpus": None}),
+    ({}, {"gpus": 0}), ({}, {"gpus": "0"}), ({"accelerator": "ddp"}, {"gpus": "0,"}), ({"accelerator": "ddp_cpu"}, {"num_processes": 2}),
+    ({"accelerator": "ddp_spawn"}, {"gpus": [0, 1]}), ({}, {"num_processes": 3}), ({"strategy": "ddp"}, {"gpus": 4}),
+    ({}, {"checkpoint_callback": False}), ({}, {"replace_sampler_ddp": False}), ({}, {"weights_summary": None}),
+    ({}, {"progress_bar_refresh_rate": 0}), ({"max_steps": None}, {"gpus": None}), ({}, {"reload_dataloaders_every_epoch": True}),
+    ({"accelerator": "dp"}, {"gpus": 2}), ({}, {"amp_backend": "apex"}), ({}, {"stochastic_weight_avg": True}),
+    ({}, {"distributed_backend": "ddp", "gpus": 2}), ({"accumulate_grad_batches": {0: 2}}, {"gpus": None}),
+]
+print(json.dumps([translated(dict(kwargs), dict(legacy)) for kwargs, legacy in cases]))
+'''
+
+
+@requires("pytorch_lightning")
+def test_the_1x_keywords_choose_hardware_and_successors_as_1_9_did():
+    result = run_python(TRANSLATE)
+    assert_ok(result)
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    cpu = {"accelerator": "cpu", "devices": 1}
+    expected = [
+        {"accelerator": "gpu", "devices": "0,"},  # GPU 0
+        {"accelerator": "gpu", "devices": "0,1", "strategy": "ddp_spawn"},  # 1.x's choice for several GPUs
+        {"accelerator": "gpu", "devices": 2, "strategy": "ddp_spawn"},
+        {"accelerator": "gpu", "devices": "1"},  # a count: one GPU
+        cpu, cpu, cpu,  # None, 0, "0": the CPU, 1.x's default (2.x's "auto" would take every GPU)
+        {"accelerator": "gpu", "devices": "0,", "strategy": "ddp"},  # latent-diffusion's accelerator="ddp"
+        {"accelerator": "cpu", "devices": 2, "strategy": "ddp_spawn"},
+        {"accelerator": "gpu", "devices": [0, 1], "strategy": "ddp_spawn"},
+        {"accelerator": "cpu", "devices": 3, "strategy": "ddp_spawn"},
+        {"strategy": "ddp", "accelerator": "gpu", "devices": 4},
+        {**cpu, "enable_checkpointing": False},
+        {**cpu, "use_distributed_sampler": False},
+        {**cpu, "enable_model_summary": False},
+        {**cpu, "enable_progress_bar": False},
+        {"max_steps": -1, **cpu},
+        {**cpu, "reload_dataloaders_every_n_epochs": 1},
+    ]
+    assert got[:len(expected)] == expected, got
+    refusals = got[len(expected):len(expected) + 3]
+    assert all(isinstance(text, str) and text.startswith("refused: ") for text in refusals), refusals
+    assert "divide batch_size" in refusals[0] and "16-mixed" in refusals[1] and "swa_lrs" in refusals[2]
+    assert got[-2] == {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, got[-2]
+    assert got[-1] == {**cpu, "callbacks": "list"}, got[-1]  # GradientAccumulationScheduler
+
+
+RESUME = ROOT / "tests" / "pl_resume_job.py"
+
+
+@requires("pytorch_lightning")
+def test_legacy_contracts_apply_only_to_code_written_for_1x(tmp_path):
+    """A test loop without test_step (1.4: skipped with a warning) and a resume at an epoch's end (1.5: the next epoch
+    starts, its start hooks called): for code pinned to 1.4, or declared legacy; other code keeps 2.x's contract."""
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "environment.yaml").write_text("dependencies:\n  - pip:\n    - pytorch-lightning==1.4.2\n")
+    script = tmp_path / "legacy" / "job.py"
+    script.write_text(RESUME.read_text())
+    first = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "run", "4"])
+    assert_ok(first)
+    assert "test loop skipped" in first.stderr and "LEGACY TEST []" in first.stdout, first.stdout + first.stderr
+    resumed = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "run", "6",
+                                       tmp_path / "run" / "last.ckpt"])
+    assert_ok(resumed)
+    events = json.loads(resumed.stdout.split("EVENTS ")[1].splitlines()[0])
+    assert events == [["epoch start", 1], ["step", 1, 4, 0], ["step", 1, 5, 1], ["epoch end", 1]], events
+    assert "resumed at the start of the next epoch" in resumed.stderr, resumed.stderr
+    new_code = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "new", "4"],
+                           env=clean_environment(ZEROPATCH_LEGACY="-pytorch-lightning"))
+    assert new_code.returncode != 0 and "No `test_step()` method defined" in new_code.stderr, new_code.stderr[-2000:]
+
+
+@requires("pytorch_lightning")
+def test_a_1x_multi_gpu_launch_is_rehearsed_on_two_cpu_processes(tmp_path):
+    """latent-diffusion's way: Trainer(accelerator="ddp", gpus="0,1") under `zeropatch run --cpu`: two CPU ranks
+    (Lightning's own DDP launcher starts the second, patched too) train in step, gloo underneath."""
+    script = tmp_path / "ddp_job.py"
+    script.write_text('''
+import sys, torch, pytorch_lightning as pl
+from torch.utils.data import DataLoader, TensorDataset
+class M(pl.LightningModule):
+    def __init__(self):
+        super().__init__(); self.l = torch.nn.Linear(4, 1)
+    def training_step(self, batch, i):
+        return self.l(batch[0]).pow(2).mean()
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+torch.manual_seed(0)
+model = M()
+trainer = pl.Trainer(accelerator="ddp", gpus="0,1", max_steps=2, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(model, DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=2))
+weight = [round(w, 6) for w in model.l.weight.detach().flatten().tolist()]
+with open(f"{sys.argv[1]}/rank{trainer.global_rank}.txt", "w") as file:  # one file a rank: their stdout interleaves
+    file.write(f"RANK {trainer.global_rank} OF {trainer.world_size} {trainer.strategy.root_device.type} "
+               f"{torch.distributed.get_backend()} {weight}")
+''')
+    result = run_command(ZEROPATCH + ["run", "--cpu", "--", sys.executable, script, tmp_path])
+    assert_ok(result)
+    lines = sorted(path.read_text() for path in tmp_path.glob("rank*.txt"))
+    assert len(lines) == 2 and lines[0].startswith("RANK 0 OF 2 cpu gloo") and lines[1].startswith("RANK 1 OF 2 cpu gloo"), \
+        (lines, result.stdout)
+    assert lines[0].split("gloo")[1] == lines[1].split("gloo")[1], lines  # DDP kept the ranks' weights equal
+    assert "accelerator='gpu' -> 2 CPU process(es)" in result.stderr, result.stderr[-2000:]
