@@ -293,13 +293,13 @@ def _files(root):
             yield os.path.join(folder, name)
 
 
-def _local_modules(files):
+def _local_modules(root, files):
     """Top-level names a repository's own files provide (``ldm`` for ``ldm/models/...``, ``utils`` for ``utils.py``):
     its imports of them are not missing installs, wherever the scripts put the repository on ``sys.path``."""
     names = set()
     for path in files:
         if path.endswith(".py"):
-            parts = path.split(os.sep)
+            parts = os.path.relpath(path, root).split(os.sep)  # the repository's own folders, not those above it
             names.add(parts[-1][:-3])
             names.update(part for part in parts[:-1] if part.isidentifier())
     return names
@@ -314,7 +314,7 @@ def _text_pattern(signature):
 
 
 class Scan:
-    """The result: findings (patch drift first found per line), missing modules, files read."""
+    """The result: the findings (a patch's drift, or what no patch fixes), the files read and those unreadable."""
 
     def __init__(self):
         self.findings = []
@@ -333,7 +333,7 @@ def scan(root, patches, python=None):
     provided = {signature.target.split(".")[0] for signature, patch in table["import"] if patch.provides}
     options = [(_text_pattern(signature), signature, patch) for signature, patch in table["option"] + table["key"]]
     files = list(_files(root))
-    local = _local_modules(files) if os.path.isdir(root) else None  # a lone script's imports: the dry run tries them
+    local = _local_modules(root, files) if os.path.isdir(root) else None  # a lone script's imports: the dry run tries them
     result = Scan()
     missing = {}
     readers = []
