@@ -7,7 +7,8 @@ rank_zero_only``; the module went in 2.0), "module 'pytorch_lightning.loggers' h
 ``callbacks.base``, ``loggers.base`` (gone in 1.9 / 2.0), ``utilities.seed.seed_everything``, ``utilities.cloud_io``,
 ``utilities.apply_func``, ``pytorch_lightning.profiler`` (2.0).
 
-Changes: each module is provided where the installed release has none, holding the very objects 2.x keeps elsewhere
+Changes: each module is provided where the installed release has none (where it is there but emptied, as 2.0.0-2.0.1's
+``utilities.distributed``, its names go back into it), holding the very objects 2.x keeps elsewhere
 (``rank_zero_only`` is Lightning's own decorator, whose ``rank`` the Trainer sets; ``LightningModule`` is the same
 class): ``utilities.distributed`` (``rank_zero_only`` / ``_info`` / ``_warn`` / ``_debug``, ``distributed_available``,
 ``gather_all_tensors``, ``sync_ddp``, ``sync_ddp_if_available``, ``all_gather_ddp_if_available``,
