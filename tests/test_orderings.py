@@ -73,6 +73,9 @@ CASES = {
                          "from transformers.trainer import get_parameter_names, has_length", False),
     "hf_rope_scaling": (("transformers",), ("transformers.configuration_utils",),
                         "from transformers import LlamaConfig; LlamaConfig(hidden_size=8, num_attention_heads=2)", False),
+    "hf_removed_names": (("transformers",), ("transformers", "transformers.deepspeed", "transformers.generation.utils",
+                                              "transformers.utils", "transformers.utils.hub", "transformers.file_utils"),
+                         "import transformers.utils.hub as hub; assert hub.cached_file", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),
@@ -119,6 +122,12 @@ CASES = {
     "pl_legacy_hooks": (("pytorch_lightning",), ("pytorch_lightning.trainer.call", "pytorch_lightning.trainer.trainer",
                                                  "pytorch_lightning.loops.fit_loop"),
                         "from pytorch_lightning.trainer import call; assert callable(call._call_callback_hooks)", False),
+    "pl_multiple_optimizers": (("pytorch_lightning",), ("pytorch_lightning.core.optimizer",
+                                                        "pytorch_lightning.loops.optimization.automatic",
+                                                        "pytorch_lightning.loops.training_epoch_loop",
+                                                        "pytorch_lightning.trainer.call"),
+                               "from pytorch_lightning.core import optimizer; assert callable(optimizer._configure_optimizers)",
+                               False),
     "pl_moved_names": (("pytorch_lightning",), ("pytorch_lightning.utilities.distributed", "pytorch_lightning.loggers",
                                                 "pytorch_lightning.utilities.seed"),
                        "import pytorch_lightning.loggers as loggers; assert loggers.TensorBoardLogger", False),
@@ -129,7 +138,7 @@ CASES = {
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
-            "timm_layers", "pl_moved_names"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "timm_layers", "pl_moved_names", "hf_removed_names"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}

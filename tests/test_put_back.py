@@ -18,6 +18,7 @@ PUTS_BACK = {
     "transformers_adamw": ("transformers.optimization",),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
+    "hf_removed_names": ("transformers.generation.utils", "transformers.utils", "transformers.file_utils"),
     "pillow_aliases": ("PIL.Image",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
     "pl_moved_names": ("pytorch_lightning.loggers", "pytorch_lightning.utilities.seed"),

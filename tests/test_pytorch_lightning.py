@@ -39,15 +39,15 @@ def test_the_1x_keywords_choose_hardware_and_successors_as_1_9_did():
     cpu = {"accelerator": "cpu", "devices": 1}
     expected = [
         {"accelerator": "gpu", "devices": "0,"},  # GPU 0
-        {"accelerator": "gpu", "devices": "0,1", "strategy": "ddp_spawn"},  # 1.x's choice for several GPUs
-        {"accelerator": "gpu", "devices": 2, "strategy": "ddp_spawn"},
+        {"accelerator": "gpu", "devices": "0,1", "strategy": "ddp_spawn_find_unused_parameters_true"},  # 1.x's choice for several GPUs
+        {"accelerator": "gpu", "devices": 2, "strategy": "ddp_spawn_find_unused_parameters_true"},
         {"accelerator": "gpu", "devices": "1"},  # a count: one GPU
         cpu, cpu, cpu,  # None, 0, "0": the CPU, 1.x's default (2.x's "auto" would take every GPU)
-        {"accelerator": "gpu", "devices": "0,", "strategy": "ddp"},  # latent-diffusion's accelerator="ddp"
-        {"accelerator": "cpu", "devices": 2, "strategy": "ddp_spawn"},
-        {"accelerator": "gpu", "devices": [0, 1], "strategy": "ddp_spawn"},
-        {"accelerator": "cpu", "devices": 3, "strategy": "ddp_spawn"},
-        {"strategy": "ddp", "accelerator": "gpu", "devices": 4},
+        {"accelerator": "gpu", "devices": "0,", "strategy": "ddp_find_unused_parameters_true"},  # latent-diffusion's accelerator="ddp"
+        {"accelerator": "cpu", "devices": 2, "strategy": "ddp_spawn_find_unused_parameters_true"},
+        {"accelerator": "gpu", "devices": [0, 1], "strategy": "ddp_spawn_find_unused_parameters_true"},
+        {"accelerator": "cpu", "devices": 3, "strategy": "ddp_spawn_find_unused_parameters_true"},
+        {"strategy": "ddp_find_unused_parameters_true", "accelerator": "gpu", "devices": 4},
         {**cpu, "enable_checkpointing": False},
         {**cpu, "use_distributed_sampler": False},
         {**cpu, "enable_model_summary": False},
@@ -59,7 +59,7 @@ def test_the_1x_keywords_choose_hardware_and_successors_as_1_9_did():
     refusals = got[len(expected):len(expected) + 3]
     assert all(isinstance(text, str) and text.startswith("refused: ") for text in refusals), refusals
     assert "divide batch_size" in refusals[0] and "16-mixed" in refusals[1] and "swa_lrs" in refusals[2]
-    assert got[-2] == {"accelerator": "gpu", "devices": 2, "strategy": "ddp"}, got[-2]
+    assert got[-2] == {"accelerator": "gpu", "devices": 2, "strategy": "ddp_find_unused_parameters_true"}, got[-2]
     assert got[-1] == {**cpu, "callbacks": "list"}, got[-1]  # GradientAccumulationScheduler
 
 
@@ -91,24 +91,26 @@ def test_legacy_contracts_apply_only_to_code_written_for_1x(tmp_path):
 @requires("pytorch_lightning")
 def test_a_1x_multi_gpu_launch_is_rehearsed_on_two_cpu_processes(tmp_path):
     """latent-diffusion's way: Trainer(accelerator="ddp", gpus="0,1") under `zeropatch run --cpu`: two CPU ranks
-    (Lightning's own DDP launcher starts the second, patched too) train in step, gloo underneath."""
+    (Lightning's own DDP launcher starts the second, patched too) train in step, gloo underneath; its autoencoders'
+    way too, two optimizers in turn (pl_multiple_optimizers), which needs 1.x's DDP that finds unused parameters."""
     script = tmp_path / "ddp_job.py"
     script.write_text('''
 import sys, torch, pytorch_lightning as pl
 from torch.utils.data import DataLoader, TensorDataset
-class M(pl.LightningModule):
+class M(pl.LightningModule):  # two optimizers in turn, 1.x's way: DDP must find the toggled-off parameters unused
     def __init__(self):
-        super().__init__(); self.l = torch.nn.Linear(4, 1)
-    def training_step(self, batch, i):
-        return self.l(batch[0]).pow(2).mean()
+        super().__init__(); self.l = torch.nn.Linear(4, 1); self.d = torch.nn.Linear(1, 1)
+    def training_step(self, batch, i, optimizer_idx):
+        out = self.l(batch[0])
+        return out.pow(2).mean() if optimizer_idx == 0 else self.d(out.detach()).pow(2).mean()
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
+        return [torch.optim.SGD(self.l.parameters(), lr=0.1), torch.optim.SGD(self.d.parameters(), lr=0.1)]
 torch.manual_seed(0)
 model = M()
 trainer = pl.Trainer(accelerator="ddp", gpus="0,1", max_steps=2, logger=False, enable_checkpointing=False,
                      enable_progress_bar=False, enable_model_summary=False)
 trainer.fit(model, DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=2))
-weight = [round(w, 6) for w in model.l.weight.detach().flatten().tolist()]
+weight = [round(w, 6) for w in [*model.l.weight.detach().flatten().tolist(), *model.d.weight.detach().flatten().tolist()]]
 with open(f"{sys.argv[1]}/rank{trainer.global_rank}.txt", "w") as file:  # one file a rank: their stdout interleaves
     file.write(f"RANK {trainer.global_rank} OF {trainer.world_size} {trainer.strategy.root_device.type} "
                f"{torch.distributed.get_backend()} {weight}")

@@ -163,6 +163,38 @@ print("ok")
 '''))
 
 
+@requires("pytorch_lightning")
+def test_a_lightning_1x_checkpoint_names_its_callback_classes_but_cannot_build_one():
+    """pytorch-lightning < 1.5 keyed callback states by class (the Stable Diffusion 1.x .ckpt files): the classes load
+    as the keys they were; a file that builds a callback (its __init__ reads paths) is refused, also without zeropatch."""
+    script = '''
+import io, pickle, sys, torch
+from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+legacy, built = io.BytesIO(), io.BytesIO()
+torch.save({"global_step": 470000, "state_dict": {"model.w": torch.ones(2)},
+            "callbacks": {ModelCheckpoint: {"best_model_score": torch.tensor(0.5), "best_model_path": "a.ckpt"},
+                          EarlyStopping: {"wait_count": 0}}}, legacy)
+torch.save({"callback": ModelCheckpoint(dirpath="checkpoints")}, built)
+if sys.argv[1] == "on":
+    import zeropatch
+    checkpoint = torch.load(io.BytesIO(legacy.getvalue()))
+    assert list(checkpoint["callbacks"]) == [ModelCheckpoint, EarlyStopping], checkpoint["callbacks"]
+    assert checkpoint["callbacks"][ModelCheckpoint]["best_model_path"] == "a.ckpt" and checkpoint["global_step"] == 470000
+for data in ([built.getvalue()] if sys.argv[1] == "on" else [legacy.getvalue(), built.getvalue()]):
+    try:
+        torch.load(io.BytesIO(data))
+    except pickle.UnpicklingError as error:
+        assert "ModelCheckpoint" in str(error), str(error)[-500:]
+    else:
+        raise AssertionError("loaded")
+print("ok")
+'''
+    for state in ("off", "on"):
+        result = run_python(script, state)
+        assert_ok(result)
+        assert "ok" in result.stdout
+
+
 def test_security_md_lists_every_admitted_global_and_why():
     from conftest import ROOT
     from zeropatch.patches.torch.torch_load import ALLOWED

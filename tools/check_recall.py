@@ -28,8 +28,8 @@ RUNS = {
                                              "hf_checkpoint_dtype"}),
     "LLaVA": ("haotian-liu/LLaVA v1.2.2", {"hf_trainer_names", "hf_training_args", "hf_trainer_tokenizer",
                                            "hf_trainer_overrides", "hf_checkpoint_dtype"}),
-    "latent-diffusion": ("CompVis/latent-diffusion a506df5 (main.py, data code)", {
-        "pillow_aliases", "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "cpu_rehearsal"}),
+    "latent-diffusion": ("CompVis/latent-diffusion a506df5 (main.py: LDM, its autoencoder; data code)", {
+        "pillow_aliases", "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "pl_multiple_optimizers", "cpu_rehearsal"}),
     "taming-transformers": ("CompVis/taming-transformers 3ba01b2 (data code)", {"torch_six", "yaml_load"}),
 }
 

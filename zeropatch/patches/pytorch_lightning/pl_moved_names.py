@@ -79,7 +79,10 @@ def _objects(table):
 
     found = {}
     for name, (module_name, attribute) in table.items():
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # a 1.x release without the 2.x home: nothing to take from it (1.5's loggers.logger)
+            continue
         if attribute == "*":
             found.update({public: getattr(module, public) for public in getattr(module, "__all__", ())})
         elif hasattr(module, attribute):

@@ -12,7 +12,9 @@ Changes, on 2.x (each only where the installed Trainer lacks the name):
   and devices with 1.x's parsing (``"0,"`` is GPU 0, ``"1"`` one GPU, ``0`` / ``None`` the CPU), ``num_processes`` /
   ``tpu_cores`` likewise; an accelerator spelled as a strategy (``"ddp"``, ``"ddp_spawn"``, ``"ddp_cpu"``,
   ``distributed_backend=``) is that strategy; no GPUs asked for is the CPU (1.x's default, not 2.x's "auto"); several
-  devices without a strategy is ``ddp_spawn`` (1.x's choice). Renamed keywords map to their successors
+  devices without a strategy is ``ddp_spawn`` (1.x's choice); DDP finds unused parameters, as 1.x's did (2.x's
+  does not: a module some of whose parameters get no gradient in a step, as several optimizers trained in turn, fails
+  in its second step). Renamed keywords map to their successors
   (``resume_from_checkpoint`` -> ``fit(ckpt_path=)``, ``checkpoint_callback`` -> ``enable_checkpointing``,
   ``replace_sampler_ddp`` -> ``use_distributed_sampler``, ``weights_summary``, ``progress_bar_refresh_rate`` and
   ``process_position`` to their callbacks, ``max_steps=None`` -> -1, a dict ``accumulate_grad_batches`` ->
@@ -36,6 +38,7 @@ DATAMODULE_MODULE = "pytorch_lightning.core.datamodule"
 HELPERS = ("add_argparse_args", "from_argparse_args", "parse_argparser")
 STRATEGY_ACCELERATORS = {"ddp": "ddp", "ddp_spawn": "ddp_spawn", "ddp_cpu": "ddp_spawn", "ddp_fork": "ddp_fork",
                          "deepspeed": "deepspeed", "fsdp": "fsdp"}  # 1.5-1.6: accelerator= a strategy's name
+DDP_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook")  # 1.x: find_unused_parameters=True; 2.x: False
 REFUSED_STRATEGIES = {"dp": "DataParallel is gone since 2.0; strategy='ddp' splits no batch: divide batch_size by "
                             "the number of GPUs to keep the step's batch",
                       "ddp2": "ddp2 is gone since 1.7: use strategy='ddp'",
@@ -96,6 +99,9 @@ def _translate(kwargs, legacy, hardware=True):
         if strategy_name is not None:
             strategy_name = STRATEGY_ACCELERATORS.get(strategy_name, strategy_name)
         _hardware(kwargs, legacy, strategy_name)
+        if kwargs.get("strategy") in DDP_STRATEGIES:
+            kwargs["strategy"] += "_find_unused_parameters_true"
+            notes.append("DDP finds unused parameters, as 1.x's did")
     callbacks = kwargs.get("callbacks")
     callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [] if callbacks is None else [callbacks]
     added = []

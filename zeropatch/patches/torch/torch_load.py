@@ -3,8 +3,10 @@
 Breaks: torch 2.6 changed ``torch.load``'s default to ``weights_only=True``: the unpickler admits tensors and plain
 containers and refuses every other global. Checkpoints of legacy training repos hold more: DiT's train.py (and the
 Open-Sora 1.x ``find_model`` that inherits it) saves ``"args": argparse.Namespace``; resume paths hold numpy RNG
-state and scalars, omegaconf configs, DeepSpeed's ``LossScaler`` / ``ZeroStageEnum``. A plain ``torch.load(path)``
-then dies with "Weights only load failed ... Unsupported global: GLOBAL argparse.Namespace".
+state and scalars, omegaconf configs, DeepSpeed's ``LossScaler`` / ``ZeroStageEnum``; pytorch-lightning < 1.5 keyed
+each callback's state by its class (every Stable Diffusion 1.x ``.ckpt``, which latent-diffusion's and
+stable-diffusion's scripts load with a plain ``torch.load``). A plain ``torch.load(path)`` then dies with "Weights
+only load failed ... Unsupported global: GLOBAL argparse.Namespace" (or ``...model_checkpoint.ModelCheckpoint``).
 
 Changes: a ``torch.load`` whose caller did not choose ``weights_only`` (and passed no ``pickle_module``) still loads
 weights-only, with a curated list of data-only classes admitted for that one call, in that thread only (``ALLOWED``;
@@ -13,7 +15,9 @@ see torch's list alone and never wait. The check is never turned off: any other 
 could run code (``os.system``, ``eval``, ...), is refused exactly as before, with a note saying what to do.
 omegaconf's containers, which resolve interpolations (running resolvers, reading the environment) when read, exist
 only as sealed shells while the load runs, so no admitted callable can read them; afterwards they become the real
-containers, and one holding an interpolation that calls a resolver is refused. An explicit ``weights_only=True``, a
+containers, and one holding an interpolation that calls a resolver is refused. Lightning's callback classes may only
+be named (a dict key): while the load runs they are stand-ins that refuse to be called or built, and afterwards the
+loaded dicts hold the classes themselves. An explicit ``weights_only=True``, a
 ``pickle_module``, and torch's own ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` / ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` keep
 torch's behaviour untouched; full unpickling stays torch's explicit opt-in, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``.
 Nothing is imported to build the list: a listed class whose module is not imported yet is imported only when the
@@ -66,7 +70,15 @@ ALLOWED = {
     "deepspeed.runtime.fp16.loss_scaler.LossScaler": "DeepSpeed's static loss scaler: numbers only",
     "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler": "DeepSpeed's dynamic loss scaler: numbers and a torch dtype",
     "deepspeed.runtime.zero.config.ZeroStageEnum": "an IntEnum member, looked up by its value",
+    "pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint": "a class named only as a dict key (pytorch-lightning "
+    "< 1.5 keyed each callback's state by its class: the Stable Diffusion 1.x checkpoints): while the load runs it is "
+    "a stand-in that refuses to be called or built, replaced by the class once the load is over",
+    "pytorch_lightning.callbacks.early_stopping.EarlyStopping": "a class named only as a dict key, admitted as "
+    "ModelCheckpoint is",
 }
+# of those, the classes a checkpoint may only name, never build (a stand-in while the load runs)
+REFERENCE_ONLY = ("pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint",
+                  "pytorch_lightning.callbacks.early_stopping.EarlyStopping")
 TRUE_WORDS = ("1", "y", "yes", "true")  # how torch reads its TORCH_FORCE_* variables
 UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
 # omegaconf containers resolve interpolations (running resolvers, reading the environment) when they are read: while a
@@ -81,6 +93,7 @@ class _Load:
     def __init__(self, admitted):
         self.admitted = admitted  # name -> object, seen only by torch.load calls in this thread
         self.sealed = []  # [shell, state or None], in the order the file built them
+        self.named_references = False  # whether the file named a class it may only name (a _Reference)
 
     def __enter__(self):
         self.outer, _THIS_THREAD.load = getattr(_THIS_THREAD, "load", None), self
@@ -113,6 +126,61 @@ class _Sealed(abc.ABC):
 _SEALED_CLASSES = {}  # omegaconf container class -> its _Sealed stand-in
 
 
+class _Reference:
+    """A class a checkpoint may name but not build, while a load runs: calling or building it is refused. When the
+    load is over each one left in the loaded dicts and lists becomes the class it stands for (``_dereference``)."""
+
+    real = None  # the class it stands for (set on each subclass)
+
+    def __new__(cls, *args, **kwargs):
+        raise _refusal(f"the file builds a {cls.real.__name__}, which it may only name")
+
+
+_REFERENCES = {}  # class -> its _Reference stand-in
+
+
+def _reference(real):
+    if real not in _REFERENCES:
+        _REFERENCES[real] = type(real.__name__, (_Reference,), {"real": real, "__module__": __name__})
+    return _REFERENCES[real]
+
+
+def _dereferenced(value, seen):
+    """``value`` with every stand-in among the dict keys and values and list items inside it the real class again
+    (dicts and lists changed in place, their order kept)."""
+    if isinstance(value, type) and issubclass(value, _Reference):
+        return value.real
+    if id(value) in seen or not isinstance(value, (dict, list)):
+        return value
+    seen.add(id(value))
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            value[index] = _dereferenced(item, seen)
+        return value
+    items = [(_dereferenced(key, seen), key, _dereferenced(item, seen)) for key, item in value.items()]
+    if any(real is not key for real, key, _ in items):  # rebuilt, in order, only where a key was a stand-in
+        value.clear()
+        value.update((real, item) for real, _, item in items)
+    else:
+        for _, key, item in items:
+            value[key] = item
+    return value
+
+
+class _Lookups(dict):
+    """The allowlist torch reads during an admitting load; it notes when a stand-in is handed out."""
+
+    def __init__(self, load, entries):
+        super().__init__(entries)
+        self.load = load
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if isinstance(value, type) and issubclass(value, _Reference):
+            self.load.named_references = True
+        return value
+
+
 def _sealed_class(real):
     if real not in _SEALED_CLASSES:
         _SEALED_CLASSES[real] = type(f"Sealed{real.__name__}", (_Sealed,), {"real": real, "__module__": __name__})
@@ -123,7 +191,7 @@ def _refusal(why):
     import pickle
 
     return pickle.UnpicklingError(f"Weights only load failed: {why}. zeropatch (torch_load) admits omegaconf configs "
-                                  "only as data: see SECURITY.md.")
+                                  "and Lightning's callback classes only as data: see SECURITY.md.")
 
 
 def _find(name, importing):
@@ -152,7 +220,8 @@ def _admitted(importing):
     for name in ALLOWED:
         found = _find(name, name in importing) if name != DTYPE_CLASSES else None
         if found is not None:
-            admitted[name] = _sealed_class(found) if name in CONTAINERS else found
+            admitted[name] = _sealed_class(found) if name in CONTAINERS else _reference(found) \
+                if name in REFERENCE_ONLY else found
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         admitted.update((f"numpy.dtypes.{cls.__name__}", cls)
@@ -164,7 +233,7 @@ def _with_this_threads_load(wrapped, instance, args, kwargs):
     """torch's user allowlist, plus the list of the admitting load running in this thread (the user's entries win)."""
     allowed = wrapped(*args, **kwargs)
     load = getattr(_THIS_THREAD, "load", None)
-    return allowed if load is None else {**load.admitted, **allowed}
+    return allowed if load is None else _Lookups(load, {**load.admitted, **allowed})
 
 
 def _unseal(load):
@@ -282,6 +351,8 @@ def _load_admitting_data_classes():
             importing.add(name)  # listed, but its module was not imported yet: import it and read again
             rewind()
         _unseal(this_load)
+        if this_load.named_references:
+            loaded = _dereferenced(loaded, set())
         return loaded
 
     return load

@@ -18,17 +18,22 @@ give it the effect it had on transformers 4.5x: ``evaluation_strategy`` is ``eva
 (``TENSORBOARD_LOGGING_DIR``, which transformers 5 reads) and readable as ``args.logging_dir``;
 ``overwrite_output_dir``, which only scripts read, is readable again as ``args.overwrite_output_dir``;
 ``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted. Each translation is logged
-once. An old option with no such successor on the installed release is left to fail as it does. A subclass of
+once. Silently, transformers 5 also stopped setting ``local_rank`` when it sets up the device (4.x made it the
+process's local index: 0 in one process, LOCAL_RANK under torchrun); FastChat's ``train_lora.py`` saves its adapter
+only ``if training_args.local_rank == 0``, so on 5.x it trains and saves nothing. For code written for transformers 4
+(its pins decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again, with a log line. An old option with no such successor on the installed release is left to fail as it does. A subclass of
 TrainingArguments built with the old keywords directly (not through the parser) is not reached: its own dataclass
 ``__init__`` refuses them first (``unfixable`` says what to pass instead).
 """
 
 import contextvars
+import functools
 import json
 import os
 import sys
 
-from zeropatch._core import NotNeeded, Patch, Skip, inform_once
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, installed_version, version_tuple
+from zeropatch._legacy import decide
 
 RENAMED = {"evaluation_strategy": "eval_strategy", "no_cuda": "use_cpu",
            "per_gpu_train_batch_size": "per_device_train_batch_size",
@@ -39,6 +44,9 @@ SPECIAL = {"group_by_length": "train_sampling_strategy", "warmup_ratio": "warmup
 KEPT_AS_ATTRIBUTES = ("logging_dir", "overwrite_output_dir")
 MERGED_WITH = ("warmup_steps", "fsdp_config")  # successors an old option's value is combined with
 TRUE_WORDS = ("true", "1", "yes", "y", "t")
+LOCAL_RANK_UNSET_IN = "5.0"  # 4.x set local_rank to the process's local index at device set-up; 5.x leaves -1
+_DECISION = []
+_COUNTS = {}
 _kept = contextvars.ContextVar("zeropatch_training_args_kept", default=None)  # old option -> value, for one parse
 
 
@@ -204,6 +212,34 @@ def _init_with_old_keywords(wrapped, arguments, args, kwargs):
     _keep_on(arguments, kept)
 
 
+def _local_rank_as_4x(setup_devices):
+    """TrainingArguments' device set-up, after which 4.x set ``local_rank`` to the process's local index (0 for one
+    process, LOCAL_RANK under torchrun); 5.x leaves the field at -1. For code written for 4.x only."""
+    def set_up(arguments):
+        device = setup_devices(arguments)
+        state = getattr(arguments, "distributed_state", None)
+        if state is not None and arguments.local_rank == -1 and _decision().legacy:
+            arguments.local_rank = state.local_process_index
+            what = "local_rank set to the process's local index (4.x)"
+            _COUNTS[what] = _COUNTS.get(what, 0) + 1
+        return device
+
+    return set_up
+
+
+def _decision():
+    if not _DECISION:
+        _DECISION.append(decide("transformers", LOCAL_RANK_UNSET_IN))
+    return _DECISION[0]
+
+
+def report():
+    if not _DECISION:
+        return None  # no device set up in this process: nothing decided
+    return {"note": f"TrainingArguments.local_rank as transformers 4 set it: {_DECISION[0].legacy} "
+                    f"({_DECISION[0].why})", "counts": dict(_COUNTS), "first": {}}
+
+
 def apply(patcher, module):
     if module.__name__ == "transformers.hf_argparser":
         parser = getattr(module, "HfArgumentParser", None)
@@ -223,6 +259,11 @@ def apply(patcher, module):
     if not _options_of(arguments_class):
         raise NotNeeded("TrainingArguments still has the options transformers 4.5x had")
     patcher.wrap(arguments_class, "__init__", _init_with_old_keywords)
+    setup = vars(arguments_class).get("_setup_devices")
+    if isinstance(setup, functools.cached_property) and version_tuple(installed_version("transformers") or "0") >= (5,):
+        kept = functools.cached_property(_local_rank_as_4x(setup.func))
+        kept.__set_name__(arguments_class, "_setup_devices")
+        patcher.set(arguments_class, "_setup_devices", kept)
     return "TrainingArguments(...) takes " + ", ".join(sorted(_options_of(arguments_class)))
 
 
@@ -235,6 +276,7 @@ PATCH = Patch(
     affected="4.51.3-5.23.0",
     targets=("transformers.hf_argparser", "transformers.training_args"),
     apply=apply,
+    report=report,
     errors=(r"Some specified arguments are not used by the HfArgumentParser: \[[^\]]*'--(" +
             "|".join([*RENAMED, *SPECIAL]) + ")'",
             r"Some keys are not used by the HfArgumentParser: \[[^\]]*'(" + "|".join([*RENAMED, *SPECIAL]) + ")'",

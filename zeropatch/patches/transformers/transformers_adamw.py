@@ -13,7 +13,11 @@ defaults, per-parameter arithmetic in the same order of operations (so the same 
 (``step``, ``exp_avg``, ``exp_avg_sq``), so its state dicts load both ways. On transformers < 4.50 nothing changes.
 """
 
+import importlib
+import importlib.util
+
 from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch.patches.transformers._top_level import answer_at_top_level
 
 
 def _legacy_adamw(torch):
@@ -62,15 +66,6 @@ def _legacy_adamw(torch):
     return AdamW
 
 
-def _top_level_getattr(wrapped, module, args, kwargs):
-    """transformers' lazy top-level module answers ``AdamW`` from transformers.optimization, as it did."""
-    if args and args[0] == "AdamW" and getattr(module, "__name__", None) == "transformers":
-        import importlib
-
-        return importlib.import_module("transformers.optimization").AdamW
-    return wrapped(*args, **kwargs)
-
-
 def apply(patcher, module):
     if module.__name__ == "transformers.optimization":
         if "AdamW" in vars(module):
@@ -79,15 +74,11 @@ def apply(patcher, module):
 
         patcher.put_back(module, {"AdamW": _legacy_adamw(torch)})
         return "transformers.optimization.AdamW restored with 4.49's defaults and arithmetic"
-    import importlib.util
-
     if importlib.util.find_spec("transformers.optimization") is None:
         raise Skip("transformers has no transformers.optimization module")
     if "AdamW" in getattr(module, "_class_to_module", {}) or "AdamW" in vars(module):
         raise NotNeeded("transformers still exports AdamW (transformers < 4.50)")
-    if not hasattr(type(module), "__getattr__"):
-        raise Skip("transformers' top-level module is not a lazy module")
-    patcher.wrap(type(module), "__getattr__", _top_level_getattr)
+    answer_at_top_level(patcher, module, {"AdamW": lambda: importlib.import_module("transformers.optimization").AdamW})
     return "transformers.AdamW resolves to transformers.optimization.AdamW"
 
 

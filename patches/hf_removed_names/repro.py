@@ -1,0 +1,49 @@
+"""The transformers names 2023 code imports at its first lines: FastChat's train_lora.py (`from transformers import
+Trainer, BitsAndBytesConfig, deepspeed`, then `deepspeed.is_deepspeed_zero3_enabled()`) and taming-transformers'
+mingpt.py (`from transformers import top_k_top_p_filtering`, its sampling filter), plus TRANSFORMERS_CACHE.
+
+Without zeropatch, on transformers >= 4.46:
+  ImportError: cannot import name 'deepspeed' from 'transformers'
+With `zeropatch run -- python repro.py` the imports work; the filter's logits equal transformers 4.38's algorithm,
+written out below in plain torch (top-k, then the nucleus: sorted ascending, cumulative softmax, keep the top_p
+mass and the last min_tokens_to_keep), and TRANSFORMERS_CACHE is the hub cache downloads go to.
+"""
+
+import sys
+
+import torch
+from transformers import BitsAndBytesConfig, Trainer, deepspeed  # noqa: F401  (FastChat's import line)
+
+
+def as_4_38_filtered(logits, top_k, top_p, min_tokens_to_keep=1):
+    logits = logits.clone()
+    if top_k > 0:
+        k = min(max(top_k, min_tokens_to_keep), logits.size(-1))
+        logits[logits < torch.topk(logits, k)[0][..., -1:]] = -float("inf")
+    if 0 <= top_p <= 1.0:
+        ordered, order = torch.sort(logits, descending=False)
+        removed = ordered.softmax(dim=-1).cumsum(dim=-1) <= 1 - top_p
+        removed[..., -min_tokens_to_keep:] = False
+        logits[removed.scatter(1, order, removed)] = -float("inf")
+    return logits
+
+
+def main():
+    from huggingface_hub import constants
+    from transformers import TRANSFORMERS_CACHE, top_k_top_p_filtering
+
+    if deepspeed.is_deepspeed_zero3_enabled() is not False:
+        sys.exit("repro: transformers.deepspeed.is_deepspeed_zero3_enabled() should be False without a ZeRO-3 config")
+    torch.manual_seed(0)
+    logits = torch.randn(4, 50)
+    for top_k, top_p, keep in ((0, 1.0, 1), (5, 1.0, 1), (0, 0.9, 1), (10, 0.7, 1), (3, 0.0, 2), (60, 0.5, 1)):
+        got = top_k_top_p_filtering(logits, top_k=top_k, top_p=top_p, min_tokens_to_keep=keep)
+        if not torch.equal(got, as_4_38_filtered(logits, top_k, top_p, keep)):
+            sys.exit(f"repro: top_k={top_k} top_p={top_p} keep={keep} filtered differently from 4.38")
+    if TRANSFORMERS_CACHE != constants.HF_HUB_CACHE:
+        sys.exit(f"repro: TRANSFORMERS_CACHE {TRANSFORMERS_CACHE} is not the hub cache {constants.HF_HUB_CACHE}")
+    print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""hf_removed_names on the installed transformers: each removed name is back with its last meaning, where the release
+lacks it; the top-level names survive transformers re-creating its top-level module (transformers.trainer's import
+does, through direct_transformers_import); a TRANSFORMERS_CACHE that downloads no longer honour is said."""
+
+import sys
+
+from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_command, run_python
+
+REPRO = ROOT / "patches" / "hf_removed_names" / "repro.py"
+
+
+@requires("torch", "transformers")
+def test_fastchat_and_taming_imports_and_the_4_38_filter():
+    result = run_command([sys.executable, "-m", "zeropatch", "run", "--", sys.executable, REPRO])
+    assert_ok(result)
+    assert "the filter equals 4.38's" in result.stdout, result.stdout
+
+
+@requires("torch", "transformers")
+def test_names_answer_as_their_last_release_did():
+    result = run_python('''
+import importlib, os, zeropatch, transformers
+import transformers.trainer  # re-creates the top-level module: its names must still answer
+from transformers import TRANSFORMERS_CACHE, PYTORCH_TRANSFORMERS_CACHE, is_torch_tpu_available
+from transformers.file_utils import is_torch_tpu_available as from_file_utils
+import transformers.deepspeed as shim
+from transformers.integrations import deepspeed as home
+from huggingface_hub import constants
+assert (TRANSFORMERS_CACHE, PYTORCH_TRANSFORMERS_CACHE) == ("/elsewhere", constants.HF_HUB_CACHE), TRANSFORMERS_CACHE
+assert is_torch_tpu_available() is from_file_utils() is (importlib.util.find_spec("torch_xla") is not None)
+assert shim.HfDeepSpeedConfig is home.HfDeepSpeedConfig and len(shim.__all__) == 10, shim.__all__
+print("OK")
+''', env=clean_environment(TRANSFORMERS_CACHE="/elsewhere"))
+    assert_ok(result)
+    assert "OK" in result.stdout
+    if distribution_version("transformers") >= (5,):  # 4.x itself still had the constants, and downloaded there
+        assert "transformers 5 downloads to huggingface_hub's HF_HUB_CACHE" in result.stderr, result.stderr[-2000:]

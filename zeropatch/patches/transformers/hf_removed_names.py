@@ -1,0 +1,156 @@
+"""hf_removed_names: the transformers names 2021-2023 training code imports that later releases removed, back with
+their last meaning.
+
+Breaks, each at import: "cannot import name 'deepspeed' from 'transformers'" (FastChat's ``train_lora.py`` /
+``train_lora_t5.py``: ``from transformers import Trainer, BitsAndBytesConfig, deepspeed``, then
+``deepspeed.is_deepspeed_zero3_enabled()``; the ``transformers.deepspeed`` shim went in 4.46); "cannot import name
+'top_k_top_p_filtering' from 'transformers'" (taming-transformers' ``mingpt.py``, which its transformer stage and
+sampling scripts import; gone in 4.39); ``TRANSFORMERS_CACHE`` / ``PYTORCH_TRANSFORMERS_CACHE`` /
+``PYTORCH_PRETRAINED_BERT_CACHE`` (gone in 5.0); ``transformers.is_torch_tpu_available`` (gone in 4.51).
+
+Changes, each only where the installed release lacks the name:
+- ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
+  ``transformers.integrations.deepspeed`` (``HfDeepSpeedConfig``, ``is_deepspeed_zero3_enabled``,
+  ``deepspeed_init``, ...), so ``from transformers import deepspeed`` works too.
+- ``top_k_top_p_filtering(logits, top_k=0, top_p=1.0, filter_value=-inf, min_tokens_to_keep=1)``, in ``transformers``
+  and ``transformers.generation.utils``: 4.38's function, which was transformers' own ``TopKLogitsWarper`` (when
+  ``top_k > 0``) then ``TopPLogitsWarper`` (when ``0 <= top_p <= 1``); those classes are still transformers', so the
+  same logits come out. Not in place, as before; ``top_p=None`` fails as it failed there.
+- the three cache constants, in ``transformers``, ``transformers.utils``, ``transformers.utils.hub`` and
+  ``transformers.file_utils``, computed as 4.57 computed them: ``$TRANSFORMERS_CACHE``, else
+  ``$PYTORCH_TRANSFORMERS_CACHE``, else ``$PYTORCH_PRETRAINED_BERT_CACHE``, else huggingface_hub's ``HF_HUB_CACHE``
+  (where today's downloads go). transformers 5 no longer reads ``TRANSFORMERS_CACHE`` when it downloads: where that
+  variable is set elsewhere than the hub cache, a warning says so (set ``HF_HUB_CACHE``).
+- ``is_torch_tpu_available(check_device=True)`` in ``transformers`` and ``transformers.file_utils``, as 4.50 answered:
+  False without torch_xla; with it, whether an XLA device opens (without ``check_device``: True); on 4.39-4.50, whose
+  ``file_utils`` lost it while the library kept it, the library's own. 5.9 brought an unrelated function of that
+  name back into ``transformers.utils``: it is left alone.
+All are answered through the modules' ``__getattr__``, not listed in their ``dir()``; the top-level names come from
+those modules when first asked for, as transformers' lazy top level took them.
+"""
+
+import functools
+import importlib
+import importlib.util
+import os
+
+from zeropatch._core import NotNeeded, Patch, Skip, installed_version, is_provided, lacks, version_tuple, warn_once
+from zeropatch.patches.transformers._top_level import answer_at_top_level
+
+DEEPSPEED_SHIM = ("HfDeepSpeedConfig", "HfTrainerDeepSpeedConfig", "deepspeed_config", "deepspeed_init",
+                  "deepspeed_load_checkpoint", "deepspeed_optim_sched", "is_deepspeed_available",
+                  "is_deepspeed_zero3_enabled", "set_hf_deepspeed_config", "unset_hf_deepspeed_config")
+CACHE_NAMES = ("PYTORCH_PRETRAINED_BERT_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "TRANSFORMERS_CACHE")  # each falls back to the one before
+# module -> the names put back there
+NAMES = {
+    "transformers.generation.utils": ("top_k_top_p_filtering",),
+    "transformers.utils": CACHE_NAMES,
+    "transformers.utils.hub": CACHE_NAMES,
+    "transformers.file_utils": (*CACHE_NAMES, "is_torch_tpu_available"),
+}
+# top-level name -> the module transformers' lazy top level took it from (imported when the name is first asked for)
+TOP_LEVEL = {"top_k_top_p_filtering": "transformers.generation.utils", "is_torch_tpu_available": "transformers.file_utils",
+             **{name: "transformers.utils.hub" for name in CACHE_NAMES}}
+
+
+def top_k_top_p_filtering(logits, top_k=0, top_p=1.0, filter_value=-float("Inf"), min_tokens_to_keep=1):
+    """Filter a (batch, vocabulary) distribution of logits with top-k and/or nucleus (top-p) filtering: transformers
+    < 4.39's function, through transformers' own warpers (restored by zeropatch)."""
+    from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
+
+    if top_k > 0:
+        logits = TopKLogitsWarper(top_k=top_k, filter_value=filter_value, min_tokens_to_keep=min_tokens_to_keep)(
+            None, logits)
+    if 0 <= top_p <= 1.0:
+        logits = TopPLogitsWarper(top_p=top_p, filter_value=filter_value, min_tokens_to_keep=min_tokens_to_keep)(
+            None, logits)
+    return logits
+
+
+def is_torch_tpu_available(check_device=True):
+    """Whether torch_xla is installed and, with ``check_device``, an XLA device opens: transformers < 4.51's answer
+    (restored by zeropatch)."""
+    if importlib.util.find_spec("torch_xla") is None:
+        return False
+    if not check_device:
+        return True
+    try:
+        import torch_xla.core.xla_model as xla_model
+
+        xla_model.xla_device()
+    except RuntimeError:
+        return False
+    return True
+
+
+FUNCTIONS = {"top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available}
+
+
+def _cache_constants():
+    from huggingface_hub import constants
+
+    values, previous = {}, constants.HF_HUB_CACHE
+    for name in CACHE_NAMES:
+        previous = values[name] = os.getenv(name, previous)
+    if os.getenv("TRANSFORMERS_CACHE") not in (None, constants.HF_HUB_CACHE):
+        warn_once(f"hf_removed_names: TRANSFORMERS_CACHE={os.environ['TRANSFORMERS_CACHE']} is what "
+                  "transformers.TRANSFORMERS_CACHE says, but transformers 5 downloads to huggingface_hub's "
+                  f"HF_HUB_CACHE ({constants.HF_HUB_CACHE}): set HF_HUB_CACHE to keep one cache")
+    return values
+
+
+def _from(module_name, name):
+    return getattr(importlib.import_module(module_name), name)
+
+
+def apply(patcher, module):
+    if module.__name__ == "transformers.deepspeed":
+        if not is_provided(module):
+            raise NotNeeded("transformers still has its transformers.deepspeed shim (transformers < 4.46)")
+        try:
+            home = importlib.import_module("transformers.integrations.deepspeed")
+        except ImportError as error:
+            raise Skip(f"transformers.integrations.deepspeed does not import ({error})")
+        names = {name: getattr(home, name) for name in DEEPSPEED_SHIM if hasattr(home, name)}
+        for name, value in names.items():
+            patcher.set(module, name, value)
+        patcher.set(module, "__all__", sorted(names))
+        patcher.set(module, "__doc__", "transformers < 4.46's shim over transformers.integrations.deepspeed "
+                                       "(provided by zeropatch)")
+        return f"transformers.deepspeed provided over transformers.integrations.deepspeed ({len(names)} names)"
+    names = TOP_LEVEL if module.__name__ == "transformers" else NAMES[module.__name__]
+    wanted = [name for name in names if lacks(module, name)]
+    if not wanted:
+        raise NotNeeded(f"{module.__name__} still has {', '.join(names)}")
+    if module.__name__ == "transformers":
+        answer_at_top_level(patcher, module, {name: functools.partial(_from, TOP_LEVEL[name], name) for name in wanted})
+        return f"{', '.join(wanted)} answered by transformers again"
+    values = _cache_constants() if any(name in CACHE_NAMES for name in wanted) else {}
+    values.update(FUNCTIONS)
+    if "is_torch_tpu_available" in wanted and version_tuple(installed_version("transformers") or "0") < (4, 51):
+        from transformers.utils import import_utils  # 4.39-4.50: file_utils lost it, the library still has it
+
+        values["is_torch_tpu_available"] = import_utils.is_torch_tpu_available
+    patcher.put_back(module, {name: values[name] for name in wanted})
+    return f"{', '.join(wanted)} back in {module.__name__}"
+
+
+PATCH = Patch(
+    "hf_removed_names",
+    summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
+    "TRANSFORMERS_CACHE, is_torch_tpu_available: back with their last meaning",
+    package="transformers",
+    affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
+    targets=("transformers", "transformers.deepspeed", *NAMES),
+    provides=True,
+    apply=apply,
+    errors=(r"cannot import name 'deepspeed' from 'transformers'",
+            r"No module named 'transformers\.deepspeed'",
+            r"cannot import name 'top_k_top_p_filtering' from 'transformers",
+            r"cannot import name '(TRANSFORMERS_CACHE|PYTORCH_TRANSFORMERS_CACHE|PYTORCH_PRETRAINED_BERT_CACHE)' "
+            r"from 'transformers",
+            r"cannot import name 'is_torch_tpu_available' from 'transformers'"),
+    looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
+               *(f"name transformers.{name}" for name in TOP_LEVEL),
+               *(f"name {module}.{name}" for module, names in NAMES.items() for name in names)),
+)
