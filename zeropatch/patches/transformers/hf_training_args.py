@@ -21,7 +21,8 @@ give it the effect it had on transformers 4.5x: ``evaluation_strategy`` is ``eva
 once. Silently, transformers 5 also stopped setting ``local_rank`` when it sets up the device (4.x made it the
 process's local index: 0 in one process, LOCAL_RANK under torchrun); FastChat's ``train_lora.py`` saves its adapter
 only ``if training_args.local_rank == 0``, so on 5.x it trains and saves nothing. For code written for transformers 4
-(its pins decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again, with a log line. An old option with no such successor on the installed release is left to fail as it does. A subclass of
+(its pins decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again; the decision is in the
+job report. An old option with no such successor on the installed release is left to fail as it does. A subclass of
 TrainingArguments built with the old keywords directly (not through the parser) is not reached: its own dataclass
 ``__init__`` refuses them first (``unfixable`` says what to pass instead).
 """
