@@ -22,6 +22,14 @@ from _timing import interleaved_samples, median_ratio  # noqa: E402
 from zeropatch import _attention  # noqa: E402
 
 
+def synchronized(run):
+    def run_and_wait():
+        run()
+        torch.cuda.synchronize()
+
+    return run_and_wait
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -67,6 +75,9 @@ def main():
             xformers.ops.memory_efficient_attention(q, k, v, attn_bias=real_mask).sum().backward()
 
         candidates["xformers first, then fallback"] = through_xformers
+    if args.device.startswith("cuda"):  # kernels run asynchronously: each round ends when the GPU is done
+        candidates = {label: synchronized(run) for label, run in candidates.items()}
+
     def clear_gradients(_label):
         for tensor in (q, k, v):
             tensor.grad = None

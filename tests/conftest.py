@@ -6,6 +6,12 @@ TORCH_EXTENSIONS_DIR) and temporary folder (TMPDIR) made for this test session a
 JIT lock left in ~/.cache by a killed run elsewhere can never stall a test, and two runs at once never
 share a build folder. A step that outlives its bound is killed with its whole process group and the test
 fails naming the step, with the last lines it printed.
+
+The suite is a CPU suite: a machine's GPUs are hidden from it and from every subprocess (CUDA_VISIBLE_DEVICES,
+HIP_VISIBLE_DEVICES), so that a GPU machine runs exactly what CI runs. Run there, tests written for a machine
+without a GPU failed on what a real GPU answers (13 on an H200, 2026-11-26: the rehearsal's "without" halves,
+xformers' bias objects made on the GPU, accelerate's two ranks asking for a second GPU).
+benchmarks/gpu_check.sh checks the GPU side.
 """
 
 import os
@@ -30,6 +36,7 @@ PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing els
 # and AF_UNIX paths are short
 TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")
 os.makedirs(TEMPORARY)
+os.environ.update(CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")  # before torch is imported here or anywhere below
 
 
 def pytest_sessionfinish(session):

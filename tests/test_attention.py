@@ -146,13 +146,59 @@ def flash_forms():
                              lambda qkv: A.flash_attn_varlen_qkvpacked_func(qkv, cu_q, 7),
                              lambda qkv: reference(*(t[None] for t in qkv.unbind(1)),
                                                    block_visibility([4, 2, 7], [4, 2, 7]))[0]),
+        "1.x unpadded causal (top-left)": (
+            (torch.randn(13, 4, 16), torch.randn(16, 4, 16), torch.randn(16, 4, 16)),
+            lambda q, k, v: A.flash_attn_unpadded_func(q, k, v, cu_q, cu_k, 7, 7, 0.0, causal=True),
+            lambda q, k, v: reference(q[None], k[None], v[None],
+                                      block_visibility([4, 2, 7], [6, 3, 7], "top-left"))[0]),
+        "1.x unpadded kvpacked": (
+            (torch.randn(13, 4, 16), torch.randn(16, 2, 4, 16)),
+            lambda q, kv: A.flash_attn_unpadded_kvpacked_func(q, kv, cu_q, cu_k, 7, 7, 0.0, softmax_scale=0.3),
+            lambda q, kv: reference(q[None], *(t[None] for t in kv.unbind(1)), block_visibility([4, 2, 7], [6, 3, 7]),
+                                    scale=0.3)[0]),
+        "1.x unpadded qkvpacked causal": (
+            (torch.randn(13, 3, 4, 16),),
+            lambda qkv: A.flash_attn_unpadded_qkvpacked_func(qkv, cu_q, 7, 0.0, causal=True),
+            lambda qkv: reference(*(t[None] for t in qkv.unbind(1)),
+                                  block_visibility([4, 2, 7], [4, 2, 7], "top-left"))[0]),
+        "bert_padding around varlen (FastChat's LLaMA patch)": (
+            (torch.randn(3, 5, 3, 4, 16),),
+            lambda qkv: padded_through_bert_padding(A, qkv, PADDING_MASK),
+            lambda qkv: reference(*qkv.unbind(2), causal_and_padding_visibility(PADDING_MASK))
+            * torch.tensor(PADDING_MASK, dtype=torch.float64)[:, :, None, None]),
     }
+
+
+PADDING_MASK = [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]  # right-padded: [B, S], 1 = a token
+
+
+def padded_through_bert_padding(A, qkv, mask):
+    """FastChat's train_mem.py path: a padded [B, S, 3, H, D] batch unpadded, varlen causal attention, padded back."""
+    import torch
+
+    mask = torch.tensor(mask)
+    batch, length, _, heads, dim = qkv.shape
+    tokens, indices, cu_seqlens, longest = A.unpad_input(qkv.flatten(2), mask)
+    assert cu_seqlens.dtype == torch.int32 and isinstance(longest, int) and longest == 5
+    out = A.flash_attn_varlen_qkvpacked_func(tokens.unflatten(-1, (3, heads, dim)), cu_seqlens, longest, 0.0,
+                                             causal=True)
+    return A.pad_input(out.flatten(1), indices, batch, length).unflatten(-1, (heads, dim))
+
+
+def causal_and_padding_visibility(mask):
+    import torch
+
+    mask = torch.tensor(mask, dtype=torch.bool)
+    causal = torch.ones(mask.shape[1], mask.shape[1], dtype=torch.bool).tril()
+    return (causal & mask[:, None, :])[:, None]  # [B, 1, S, S]: a query sees the earlier tokens of its sample
 
 
 XFORMERS_FORMS = ["no bias", "scale", "tensor bias", "[B*H, Mq, Mk] bias", "LowerTriangularMask",
                   "LowerTriangularMask + bias", "BlockDiagonalMask", "BlockDiagonalCausalMask", "BMK (3 dims)"]
 FLASH_FORMS = ["flash_attn_func", "causal, fewer queries (bottom-right)", "causal, more queries (blind rows)",
-               "grouped-query heads", "qkvpacked", "kvpacked", "varlen", "varlen causal", "varlen qkvpacked"]
+               "grouped-query heads", "qkvpacked", "kvpacked", "varlen", "varlen causal", "varlen qkvpacked",
+               "1.x unpadded causal (top-left)", "1.x unpadded kvpacked", "1.x unpadded qkvpacked causal",
+               "bert_padding around varlen (FastChat's LLaMA patch)"]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -261,8 +307,10 @@ for name in ("xformers", "flash_attn"):
 zeropatch.install("xformers_sdpa", "flash_attn_sdpa")
 import xformers.ops, flash_attn
 from xformers.ops.fmha.attn_bias import BlockDiagonalMask
-from flash_attn.flash_attn_interface import flash_attn_varlen_func
+from flash_attn.flash_attn_interface import flash_attn_varlen_func, flash_attn_unpadded_qkvpacked_func
+from flash_attn.bert_padding import unpad_input, pad_input
 assert xformers.ops.fmha.BlockDiagonalMask is BlockDiagonalMask and flash_attn.flash_attn_func
+assert not hasattr(flash_attn, "flash_attn_unpadded_func"), "1.x's names were never at flash-attn's top level"
 assert {r.name: r.state for r in zeropatch.status()}["xformers_fallback"] in ("not-needed", "waiting")
 zeropatch.uninstall("xformers_sdpa", "flash_attn_sdpa")
 assert not [name for name in sys.modules if name.startswith(("xformers", "flash_attn"))]

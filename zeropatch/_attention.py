@@ -1,6 +1,7 @@
 """Attention on torch's ``scaled_dot_product_attention`` (SDPA) with the contracts of xformers'
-``memory_efficient_attention`` and flash-attn 2's functions: the engine of the ``xformers_fallback``,
-``xformers_sdpa`` and ``flash_attn_sdpa`` patches, and the stand-in ``xformers.ops.fmha.attn_bias`` classes.
+``memory_efficient_attention`` and flash-attn's functions (2.x's, 1.x's ``unpadded`` ones, ``bert_padding``'s
+helpers): the engine of the ``xformers_fallback``, ``xformers_sdpa`` and ``flash_attn_sdpa`` patches, and the
+stand-in ``xformers.ops.fmha.attn_bias`` classes.
 
 Layouts stay the originals' (``[batch, sequence, heads, head_dim]``, or packed ``[tokens, heads, head_dim]`` for
 variable lengths); SDPA wants heads before sequence, so tensors go in and out as transposed views and the result is
@@ -17,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 TOP_LEFT = "top-left"  # xformers' LowerTriangularMask, torch's is_causal: query i sees keys 0..i
-BOTTOM_RIGHT = "bottom-right"  # flash-attn >= 2.1: the last query sees every key
+BOTTOM_RIGHT = "bottom-right"  # flash-attn >= 2.1: the last query sees every key (1.x and 2.0 aligned top left)
 
 
 def attention(q, k, v, *, bias=None, causal=None, dropout_p=0.0, scale=None):
@@ -317,6 +318,58 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
     """qkv ``[total, 3, H, D]``."""
     return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
                                   dropout_p, softmax_scale, causal, **options)
+
+
+# flash-attn 1.x's names (flash_attn_interface; renamed ``varlen`` in 2.0): causal aligned top left ------------------
+
+def flash_attn_unpadded_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                             softmax_scale=None, causal=False, return_attn_probs=False, deterministic=False):
+    """1.x's ``flash_attn_varlen_func``: the same packed layout; ``causal`` lets query i of a segment see its keys
+    0..i (top left, as 1.x computed it), where 2.1's aligns the last query with the last key."""
+    _flash_options("flash_attn_unpadded_func", return_attn_probs=return_attn_probs)
+    return varlen_attention(q, k, v, _starts(cu_seqlens_q), _starts(cu_seqlens_k),
+                            causal=TOP_LEFT if causal else None, dropout_p=dropout_p, scale=softmax_scale)
+
+
+def flash_attn_unpadded_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                                      softmax_scale=None, causal=False, return_attn_probs=False, deterministic=False):
+    """kv ``[total_k, 2, H_k, D]``."""
+    return flash_attn_unpadded_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                    dropout_p, softmax_scale, causal, return_attn_probs)
+
+
+def flash_attn_unpadded_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p, softmax_scale=None, causal=False,
+                                       return_attn_probs=False, deterministic=False):
+    """qkv ``[total, 3, H, D]``."""
+    return flash_attn_unpadded_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
+                                    dropout_p, softmax_scale, causal, return_attn_probs)
+
+
+# flash_attn.bert_padding: padded batches to packed tokens and back ---------------------------------------------------
+
+def index_first_axis(tensor, indices):
+    """The rows ``indices`` of ``tensor`` (gradients flow back to them)."""
+    return tensor[indices]
+
+
+def index_put_first_axis(values, indices, first_axis_dim):
+    """A zero tensor of ``first_axis_dim`` rows holding ``values`` at the rows ``indices``."""
+    return values.new_zeros(first_axis_dim, *values.shape[1:]).index_put((indices,), values)
+
+
+def unpad_input(hidden_states, attention_mask):
+    """``[B, S, ...]`` and a ``[B, S]`` mask (nonzero: a token) -> the tokens ``[total, ...]``, their flat indices,
+    int32 ``cu_seqlens`` ``[B + 1]`` and the longest length (an int): four values, as flash-attn 1.0-2.6 returned
+    (2.7 added a fifth)."""
+    lengths = attention_mask.sum(dim=-1, dtype=torch.int32)
+    indices = torch.nonzero(attention_mask.flatten(), as_tuple=False).flatten()
+    cu_seqlens = F.pad(torch.cumsum(lengths, dim=0, dtype=torch.int32), (1, 0))
+    return index_first_axis(hidden_states.flatten(0, 1), indices), indices, cu_seqlens, int(lengths.max())
+
+
+def pad_input(hidden_states, indices, batch, seqlen):
+    """``unpad_input`` undone: ``[total, ...]`` -> ``[batch, seqlen, ...]``, zeros where no token was."""
+    return index_put_first_axis(hidden_states, indices, batch * seqlen).unflatten(0, (batch, seqlen))
 
 
 def _starts(cu_seqlens):

@@ -40,6 +40,7 @@ SKIPPED_FOLDERS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".nox
                    ".eggs", "build", "dist", ".ipynb_checkpoints"}
 MAX_FILE_BYTES = 2 << 20  # a data file named .json / .txt is not a launch file worth reading
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+PYTHON_REMOVALS = ("imp", "distutils")  # standard modules that Python 3.12 removed
 CUDA_BUILDS = {"apex", "flash_attn", "xformers", "pytorch3d",
                "tinycudann", "nvdiffrast", "causal_conv1d", "mamba_ssm"}
 
@@ -380,8 +381,9 @@ def scan(root, patches, python=None):
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader.path, reader.imports, reader.lines, python)
     for top, places in sorted(missing.items()):
-        if top in sys.stdlib_module_names or top in provided or importlib.util.find_spec(top) is not None:
-            continue
+        if (top in sys.stdlib_module_names or top in PYTHON_REMOVALS or top in provided
+                or importlib.util.find_spec(top) is not None):
+            continue  # (what Python removed is named for the job's release by _python_removals)
         where, node = places[0]
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
         more = f" (and {len(places) - 1} more imports)" if len(places) > 1 else ""

@@ -5,7 +5,7 @@ for every parameter of ``model`` except ``pos_embed`` and those that do not requ
 ``ema = decay * ema + (1 - decay) * source``, where the source is the parameter itself, or (``sharded``)
 for non-fp32 parameters the optimizer's fp32 master shard (ColossalAI ZeRO: any release, old or new
 spelling). Sources of another dtype or device are converted to the EMA's (exactly, as ``add_`` promotes
-them), a few megabytes at a time into one reused buffer that stays in cache.
+them), a cache's size at a time (8 MB on the CPU, 64 MB on a GPU) into one reused buffer.
 
 One ``torch._foreach_lerp_`` per (device, dtype) group reads two tensors and writes one: 3 memory units
 per element where ``mul_`` + ``add_`` take 5, and a handful of kernel launches instead of two per tensor.
@@ -75,20 +75,25 @@ class _Masters:
         return self.mapping[id(param)]
 
 
-CAST_CHUNK_BYTES = 8 << 20  # sources of another dtype are converted this much at a time, into one buffer
+# sources of another dtype are converted this much at a time, into one reused buffer: on the CPU a size that stays
+# in cache; on a GPU about its L2 (50-60 MB on an H100 / H200), in few kernel launches. An H200 (2026-11-26, a bf16
+# model of 1.03B parameters in 1002 tensors) took 12.5 ms a step with 8 MB chunks, 7.1 ms with 64, 6.8 ms with 512.
+CAST_CHUNK_BYTES = 8 << 20
+GPU_CAST_CHUNK_BYTES = 64 << 20
 
 
 class _CastChunks:
     """Converts a group's sources chunk by chunk into views of one reused buffer (it stays in cache and is
-    never allocated again), each chunk about CAST_CHUNK_BYTES."""
+    never allocated again), each chunk about CAST_CHUNK_BYTES (GPU_CAST_CHUNK_BYTES off the CPU)."""
 
     __slots__ = ("ranges", "views")
 
     def __init__(self, emas):
         self.ranges, start, size = [], 0, 0
+        limit = CAST_CHUNK_BYTES if emas[0].device.type == "cpu" else GPU_CAST_CHUNK_BYTES
         for index, ema in enumerate(emas):
             size += ema.numel() * ema.element_size()
-            if size >= CAST_CHUNK_BYTES or index == len(emas) - 1:
+            if size >= limit or index == len(emas) - 1:
                 self.ranges.append((start, index + 1))
                 start, size = index + 1, 0
         largest = max(sum(ema.numel() for ema in emas[a:b]) for a, b in self.ranges)

@@ -72,8 +72,8 @@ def main():
     optimizer.load_state_dict(checkpoint["opt"])
     assert torch.equal(fingerprint(model.module), saved)
     loss = train(model, ema, optimizer, 1, device)
-    prints = [torch.zeros((), dtype=torch.float64) for _ in range(dist.get_world_size())]
-    dist.all_gather(prints, fingerprint(model.module).cpu())
+    prints = [torch.zeros((), dtype=torch.float64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(prints, fingerprint(model.module))  # NCCL gathers GPU tensors only
     assert all(torch.equal(other, prints[0]) for other in prints), prints  # DDP kept the ranks in step
     print(f"rank {rank}: resumed, loss {loss.item():.4f}, weights {prints[0].item():.6f}", flush=True)
     dist.destroy_process_group()

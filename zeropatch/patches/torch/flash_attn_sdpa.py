@@ -4,14 +4,18 @@ Breaks: flash-attn is compiled against one torch release and CUDA; for today's t
 source (an hour, with a CUDA toolkit) or installs a wheel that dies at import: "ImportError: .../flash_attn_2_cuda...so:
 undefined symbol: _ZN3c104cuda9SetDeviceEi"; on a CPU machine it cannot be had at all. Open-Sora 1.x (with
 ``enable_flash_attn``, on in nearly every config) and OpenDiT call ``flash_attn_func``; OpenDiT / VideoSys call
-``flash_attn_varlen_func``: "ModuleNotFoundError: No module named 'flash_attn'".
+``flash_attn_varlen_func``; FastChat's and LLaVA's LLaMA monkey-patches (``train_mem.py``) the varlen or 1.x
+``unpadded`` forms with ``flash_attn.bert_padding``: "ModuleNotFoundError: No module named 'flash_attn'".
 
 Changes: when the patch is turned on by name and no flash-attn is installed, zeropatch provides ``flash_attn`` and
 ``flash_attn.flash_attn_interface`` with flash-attn 2's attention functions on ``scaled_dot_product_attention``:
 ``flash_attn_func``, ``flash_attn_kvpacked_func``, ``flash_attn_qkvpacked_func`` and their ``varlen`` forms
 (packed tokens, ``cu_seqlens``), with ``dropout_p``, ``softmax_scale``, ``causal`` (bottom-right aligned, as since
 2.1), grouped-query heads and gradients; ``window_size``, ``softcap``, ``alibi_slopes``, ``return_attn_probs`` and
-``block_table`` are refused by name. Opt-in because a provided package flips ``try: import flash_attn`` checks.
+``block_table`` are refused by name. ``flash_attn.flash_attn_interface`` also holds 1.x's ``flash_attn_unpadded_*``
+forms (renamed in 2.0) with 1.x's causal alignment (top left), and ``flash_attn.bert_padding`` holds
+``unpad_input`` (four values, as 1.0-2.6), ``pad_input``, ``index_first_axis`` and ``index_put_first_axis``.
+Opt-in because a provided package flips ``try: import flash_attn`` checks.
 A broken installed flash-attn is not replaced: ``explain`` says to uninstall it first.
 """
 
@@ -19,6 +23,12 @@ from zeropatch._core import NotNeeded, Patch, is_provided
 
 FUNCTIONS = ("flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
              "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func")
+NAMES = {  # provided module -> its names
+    "flash_attn": FUNCTIONS,
+    "flash_attn.flash_attn_interface": FUNCTIONS + ("flash_attn_unpadded_func", "flash_attn_unpadded_kvpacked_func",
+                                                    "flash_attn_unpadded_qkvpacked_func"),
+    "flash_attn.bert_padding": ("unpad_input", "pad_input", "index_first_axis", "index_put_first_axis"),
+}
 
 
 def apply(patcher, module):
@@ -26,11 +36,11 @@ def apply(patcher, module):
         raise NotNeeded("flash-attn is installed")
     from zeropatch import _attention
 
-    patcher.set(module, "__doc__", f"{module.__name__}: flash-attn 2's functions on torch's scaled_dot_product_attention "
+    patcher.set(module, "__doc__", f"{module.__name__}: flash-attn's functions on torch's scaled_dot_product_attention "
                                    "(provided by zeropatch)")
     if module.__name__ == "flash_attn":
         patcher.set(module, "__path__", [])
-    for name in FUNCTIONS:
+    for name in NAMES[module.__name__]:
         patcher.set(module, name, getattr(_attention, name))
     return f"{module.__name__} provided on scaled_dot_product_attention"
 
@@ -41,7 +51,7 @@ PATCH = Patch(
     "torch's SDPA",
     package="torch",
     affected="2.13.0 (swept; any torch that has no flash-attn build installed)",
-    targets=("flash_attn", "flash_attn.flash_attn_interface"),
+    targets=tuple(NAMES),
     provides=True,
     default=False,
     apply=apply,
