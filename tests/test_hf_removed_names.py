@@ -35,3 +35,32 @@ print("OK")
     assert "OK" in result.stdout
     if distribution_version("transformers") >= (5,):  # 4.x itself still had the constants, and downloaded there
         assert "transformers 5 downloads to huggingface_hub's HF_HUB_CACHE" in result.stderr, result.stderr[-2000:]
+
+
+@requires("torch", "transformers")
+def test_model_mask_helpers_compute_what_4_34_computed():
+    """The five model modules' _expand_mask / _make_causal_mask (4.34's; checked bit for bit against transformers
+    4.31.0's own, whose helpers 4.34 kept, when written) against the masks spelt out element by element."""
+    assert_ok(run_python('''
+import itertools, torch, zeropatch
+from transformers.models.llama.modeling_llama import _expand_mask, _make_causal_mask
+from transformers.models.opt import modeling_opt
+from transformers.models.clip.modeling_clip import _expand_mask as clip_expand_mask
+assert _expand_mask is not clip_expand_mask and clip_expand_mask.__module__ == "transformers.models.clip.modeling_clip"
+torch.manual_seed(0)
+for dtype, target, past in itertools.product((torch.float32, torch.bfloat16, torch.float16), (None, 1, 5), (0, 3)):
+    lowest = torch.finfo(dtype).min
+    mask = torch.randint(0, 2, (3, 7))
+    expanded = _expand_mask(mask, dtype, target)
+    rows = target or 7
+    assert expanded.dtype == dtype and expanded.shape == (3, 1, rows, 7), expanded.shape
+    for b, i, j in itertools.product(range(3), range(rows), range(7)):
+        assert expanded[b, 0, i, j].item() == (0.0 if mask[b, j] else lowest), (b, i, j)
+    assert torch.equal(clip_expand_mask(mask.bool(), dtype, target), expanded)
+    length = target or 4
+    causal = modeling_opt._make_causal_mask(torch.Size((2, length)), dtype, "cpu", past)
+    assert causal.dtype == dtype and causal.shape == (2, 1, length, past + length), causal.shape
+    for b, i, j in itertools.product(range(2), range(length), range(past + length)):
+        assert causal[b, 0, i, j].item() == (0.0 if j <= past + i else lowest), (b, i, j)
+print("OK")
+'''))

@@ -1,6 +1,7 @@
 """The transformers names 2023 code imports at its first lines: FastChat's train_lora.py (`from transformers import
 Trainer, BitsAndBytesConfig, deepspeed`, then `deepspeed.is_deepspeed_zero3_enabled()`) and taming-transformers'
-mingpt.py (`from transformers import top_k_top_p_filtering`, its sampling filter), plus TRANSFORMERS_CACHE.
+mingpt.py (`from transformers import top_k_top_p_filtering`, its sampling filter), plus TRANSFORMERS_CACHE and the
+LLaMA module's mask helpers that 2023 monkey-patches build their attention masks with.
 
 Without zeropatch, on transformers >= 4.46:
   ImportError: cannot import name 'deepspeed' from 'transformers'
@@ -31,6 +32,12 @@ def as_4_38_filtered(logits, top_k, top_p, min_tokens_to_keep=1):
 def main():
     from huggingface_hub import constants
     from transformers import TRANSFORMERS_CACHE, top_k_top_p_filtering
+    from transformers.models.llama.modeling_llama import _expand_mask, _make_causal_mask
+
+    mask = _make_causal_mask(torch.Size((1, 3)), torch.float32, "cpu") + _expand_mask(torch.tensor([[1, 1, 0]]),
+                                                                                        torch.float32)
+    if not torch.equal(mask[0, 0] == 0, torch.tensor([[True, False, False], [True, True, False], [True, True, False]])):
+        sys.exit(f"repro: a causal mask over a padded sequence should keep earlier real tokens only, got {mask}")
 
     if deepspeed.is_deepspeed_zero3_enabled() is not False:
         sys.exit("repro: transformers.deepspeed.is_deepspeed_zero3_enabled() should be False without a ZeRO-3 config")
@@ -42,7 +49,8 @@ def main():
             sys.exit(f"repro: top_k={top_k} top_p={top_p} keep={keep} filtered differently from 4.38")
     if TRANSFORMERS_CACHE != constants.HF_HUB_CACHE:
         sys.exit(f"repro: TRANSFORMERS_CACHE {TRANSFORMERS_CACHE} is not the hub cache {constants.HF_HUB_CACHE}")
-    print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's")
+    print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's; the "
+          "LLaMA mask helpers are back")
 
 
 if __name__ == "__main__":

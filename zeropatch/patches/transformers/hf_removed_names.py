@@ -6,7 +6,10 @@ Breaks, each at import: "cannot import name 'deepspeed' from 'transformers'" (Fa
 ``deepspeed.is_deepspeed_zero3_enabled()``; the ``transformers.deepspeed`` shim went in 4.46); "cannot import name
 'top_k_top_p_filtering' from 'transformers'" (taming-transformers' ``mingpt.py``, which its transformer stage and
 sampling scripts import; gone in 4.39); ``TRANSFORMERS_CACHE`` / ``PYTORCH_TRANSFORMERS_CACHE`` /
-``PYTORCH_PRETRAINED_BERT_CACHE`` (gone in 5.0); ``transformers.is_torch_tpu_available`` (gone in 4.51).
+``PYTORCH_PRETRAINED_BERT_CACHE`` (gone in 5.0); ``transformers.is_torch_tpu_available`` (gone in 4.51);
+"cannot import name '_expand_mask' from 'transformers.models.llama.modeling_llama'" (LLaMA / OPT / BART / CLIP
+forks and monkey-patches of 2023 that build their own attention masks: ``_expand_mask`` / ``_make_causal_mask`` left
+the OPT, BART, mBART and CLIP modules in 4.35 and the LLaMA one in 4.38).
 
 Changes, each only where the installed release lacks the name:
 - ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
@@ -25,6 +28,11 @@ Changes, each only where the installed release lacks the name:
   False without torch_xla; with it, whether an XLA device opens (without ``check_device``: True); on 4.39-4.50, whose
   ``file_utils`` lost it while the library kept it, the library's own. 5.9 brought an unrelated function of that
   name back into ``transformers.utils``: it is left alone.
+- ``_expand_mask(mask, dtype, tgt_len=None)`` and ``_make_causal_mask(input_ids_shape, dtype, device,
+  past_key_values_length=0)`` in ``modeling_llama``, ``modeling_opt``, ``modeling_bart``, ``modeling_mbart`` and
+  ``modeling_clip``, as 4.34 computed them (all five modules had the same two functions): a ``[bsz, 1, tgt, src]``
+  additive mask of 0 where a token is kept and the dtype's lowest value where not; the causal one ``[bsz, 1, tgt,
+  past + tgt]``, every past key visible, an expanded view as before.
 All are answered through the modules' ``__getattr__``, not listed in their ``dir()``; the top-level names come from
 those modules when first asked for, as transformers' lazy top level took them.
 """
@@ -33,6 +41,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import types
 
 from zeropatch._core import NotNeeded, Patch, Skip, installed_version, is_provided, lacks, version_tuple, warn_once
 from zeropatch.patches.transformers._top_level import answer_at_top_level
@@ -47,6 +56,8 @@ NAMES = {
     "transformers.utils": CACHE_NAMES,
     "transformers.utils.hub": CACHE_NAMES,
     "transformers.file_utils": (*CACHE_NAMES, "is_torch_tpu_available"),
+    **{f"transformers.models.{model}.modeling_{model}": ("_expand_mask", "_make_causal_mask")
+       for model in ("llama", "opt", "bart", "mbart", "clip")},
 }
 # top-level name -> the module transformers' lazy top level took it from (imported when the name is first asked for)
 TOP_LEVEL = {"top_k_top_p_filtering": "transformers.generation.utils", "is_torch_tpu_available": "transformers.file_utils",
@@ -83,7 +94,31 @@ def is_torch_tpu_available(check_device=True):
     return True
 
 
-FUNCTIONS = {"top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available}
+def _expand_mask(mask, dtype, tgt_len=None):
+    """``[bsz, src_len]`` (1 keep, 0 mask) -> an additive ``[bsz, 1, tgt_len, src_len]`` mask of ``dtype``: 0 where
+    kept, the dtype's lowest value where masked (transformers < 4.35's helper, restored by zeropatch)."""
+    import torch
+
+    batch, source = mask.shape
+    masked = (1.0 - mask[:, None, None, :].to(dtype)).expand(batch, 1, source if tgt_len is None else tgt_len, source)
+    return masked.masked_fill(masked.to(torch.bool), torch.finfo(dtype).min)
+
+
+def _make_causal_mask(input_ids_shape, dtype, device, past_key_values_length=0):
+    """The additive causal mask ``[bsz, 1, tgt_len, past + tgt_len]``: query i sees every past key and keys 0..i of
+    its own; an expanded view (transformers < 4.35's helper, restored by zeropatch)."""
+    import torch
+
+    batch, target = input_ids_shape
+    future = torch.ones(target, target, dtype=torch.bool, device=device).triu(1)
+    mask = torch.zeros(target, target, dtype=dtype, device=device).masked_fill(future, torch.finfo(dtype).min)
+    if past_key_values_length > 0:
+        mask = torch.cat([torch.zeros(target, past_key_values_length, dtype=dtype, device=device), mask], dim=-1)
+    return mask[None, None].expand(batch, 1, target, target + past_key_values_length)
+
+
+FUNCTIONS = {"top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available,
+             "_expand_mask": _expand_mask, "_make_causal_mask": _make_causal_mask}
 
 
 def _cache_constants():
@@ -97,6 +132,14 @@ def _cache_constants():
                   "transformers.TRANSFORMERS_CACHE says, but transformers 5 downloads to huggingface_hub's "
                   f"HF_HUB_CACHE ({constants.HF_HUB_CACHE}): set HF_HUB_CACHE to keep one cache")
     return values
+
+
+def _own_copy(function):
+    """The function as an object of its own: each module it goes back into names it as its own (``__module__``), as
+    each of the five model modules had its own copy, and it pickles by reference from there."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__)
+    copy.__doc__ = function.__doc__
+    return copy
 
 
 def _from(module_name, name):
@@ -126,7 +169,7 @@ def apply(patcher, module):
         answer_at_top_level(patcher, module, {name: functools.partial(_from, TOP_LEVEL[name], name) for name in wanted})
         return f"{', '.join(wanted)} answered by transformers again"
     values = _cache_constants() if any(name in CACHE_NAMES for name in wanted) else {}
-    values.update(FUNCTIONS)
+    values.update({name: _own_copy(function) for name, function in FUNCTIONS.items()})
     if "is_torch_tpu_available" in wanted and version_tuple(installed_version("transformers") or "0") < (4, 51):
         from transformers.utils import import_utils  # 4.39-4.50: file_utils lost it, the library still has it
 
@@ -138,7 +181,8 @@ def apply(patcher, module):
 PATCH = Patch(
     "hf_removed_names",
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
-    "TRANSFORMERS_CACHE, is_torch_tpu_available: back with their last meaning",
+    "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask: back with their last "
+    "meaning",
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
@@ -149,7 +193,8 @@ PATCH = Patch(
             r"cannot import name 'top_k_top_p_filtering' from 'transformers",
             r"cannot import name '(TRANSFORMERS_CACHE|PYTORCH_TRANSFORMERS_CACHE|PYTORCH_PRETRAINED_BERT_CACHE)' "
             r"from 'transformers",
-            r"cannot import name 'is_torch_tpu_available' from 'transformers'"),
+            r"cannot import name 'is_torch_tpu_available' from 'transformers'",
+            r"cannot import name '(_expand_mask|_make_causal_mask)' from 'transformers\.models\."),
     looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
                *(f"name transformers.{name}" for name in TOP_LEVEL),
                *(f"name {module}.{name}" for module, names in NAMES.items() for name in names)),
