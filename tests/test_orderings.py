@@ -84,6 +84,8 @@ CASES = {
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
     "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
                                       "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
+    "torchvision_model_urls": (("torchvision",), ("torchvision.models.utils", "torchvision.models.resnet"),
+                               "import torchvision.models as m; assert m.resnet18().fc.out_features == 1000", False),
     "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),
     "local_rank_arg": ((), ("argparse",), "import argparse; p = argparse.ArgumentParser(); p.add_argument('--x'); "
                        "assert p.parse_args(['--x', '1']).x == '1'", True),
@@ -138,7 +140,7 @@ CASES = {
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
-            "timm_layers", "pl_moved_names", "hf_removed_names"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}

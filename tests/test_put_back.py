@@ -15,6 +15,7 @@ PUTS_BACK = {
     "hf_hub_legacy": ("huggingface_hub", "huggingface_hub.constants"),
     "pandas_groupby_names": ("pandas.core.window.expanding", "pandas.core.window.rolling"),
     "torchvision_video": ("torchvision.io",),
+    "torchvision_model_urls": ("torchvision.models.resnet", "torchvision.models.detection.faster_rcnn"),
     "transformers_adamw": ("transformers.optimization",),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
