@@ -48,6 +48,28 @@ def decide(distribution, changed_in):
     return _DECIDED[key]
 
 
+def decided(distribution, changed_in):
+    """The Decision ``decide`` made for this pair in this process, or None where none was asked for yet: a patch's
+    job report says what was decided only where its code needed a decision."""
+    return _DECIDED.get((distribution, changed_in))
+
+
+class Tally:
+    """How often each old behaviour a patch restored ran in this process, for its job report."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self):
+        self.counts = {}
+
+    def count(self, what):
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def report(self, note):
+        """The job report (``Patch.report``'s form) with ``note``; None where there is nothing to say (``note`` None)."""
+        return None if note is None else {"note": note, "counts": dict(self.counts), "first": {}}
+
+
 def _normalized(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 

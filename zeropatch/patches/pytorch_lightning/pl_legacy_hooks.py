@@ -35,7 +35,7 @@ import inspect
 import weakref
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, installed_version, version_tuple, warn_once
-from zeropatch._legacy import decide
+from zeropatch._legacy import Tally, decide, decided
 
 CALL_MODULE = "pytorch_lightning.trainer.call"
 TRAINER_MODULE = "pytorch_lightning.trainer.trainer"
@@ -50,8 +50,7 @@ _ADAPTED = weakref.WeakSet()  # callback classes whose legacy hooks are adapted 
 _PATCHERS = []  # the call module's patcher: callback classes are adapted through it, reverted with it
 STEP_REQUIRED_SINCE = "1.5"  # trainer.test() / validate() without the step: a warning and no loop before it
 RESUME_INSIDE_EPOCH_SINCE = "1.6"  # a resume at an epoch's end re-enters it; before: the next epoch starts
-_COUNTS = {}  # what the legacy contracts did -> how often
-_DECISIONS = {}  # release that changed the contract -> the legacy decision, once made
+_TALLY = Tally()  # what the legacy contracts did -> how often
 
 
 class _Outputs:
@@ -217,25 +216,15 @@ def _evaluating_as_1_4(stage, step_name):
         module = module if module is not None else trainer.lightning_module
         if module is None or is_overridden(step_name, module):
             return wrapped(*args, **kwargs)
-        decision = _decision(STEP_REQUIRED_SINCE)
+        decision = decide("pytorch-lightning", STEP_REQUIRED_SINCE)
         if not decision.legacy:
             return wrapped(*args, **kwargs)
-        _counted(f"{stage} loop skipped: no {step_name} (1.4)")
+        _TALLY.count(f"{stage} loop skipped: no {step_name} (1.4)")
         warn_once(f"pl_legacy_hooks: {type(module).__name__} has no {step_name}: skipping the {stage} loop, as "
                   f"pytorch-lightning 1.4 did ({decision.why})")
         return []
 
     return evaluate
-
-
-def _decision(changed_in):
-    if changed_in not in _DECISIONS:
-        _DECISIONS[changed_in] = decide("pytorch-lightning", changed_in)
-    return _DECISIONS[changed_in]
-
-
-def _counted(what):
-    _COUNTS[what] = _COUNTS.get(what, 0) + 1
 
 
 def _ended_its_epoch(loop):
@@ -248,7 +237,7 @@ def _ended_its_epoch(loop):
 def _resuming_at_the_next_epoch(wrapped, loop, args, kwargs):
     """A resume at a saved epoch's end: 1.5 started the next epoch (its start hooks called); 2.x re-enters the saved
     epoch (2.6: its end; 2.0-2.5: from its last batch)."""
-    if _ended_its_epoch(loop) and _decision(RESUME_INSIDE_EPOCH_SINCE).legacy:
+    if _ended_its_epoch(loop) and decide("pytorch-lightning", RESUME_INSIDE_EPOCH_SINCE).legacy:
         from pytorch_lightning.loops.loop import _Loop
 
         loop.epoch_progress.increment_completed()
@@ -256,15 +245,14 @@ def _resuming_at_the_next_epoch(wrapped, loop, args, kwargs):
         # next epoch starts from its first batch, of a fresh pass over the data
         _Loop.restarting.fset(loop, False)
         loop._resuming_from_checkpoint = False
-        _counted("resumed at the start of the next epoch (1.5)")
+        _TALLY.count("resumed at the start of the next epoch (1.5)")
     return wrapped(*args, **kwargs)
 
 
 def report():
-    if not _DECISIONS:
-        return None
-    notes = sorted({decision.why for decision in _DECISIONS.values()})
-    return {"note": "; ".join(notes), "counts": dict(_COUNTS), "first": {}}
+    decisions = [decided("pytorch-lightning", since) for since in (STEP_REQUIRED_SINCE, RESUME_INSIDE_EPOCH_SINCE)]
+    notes = sorted({decision.why for decision in decisions if decision is not None})
+    return _TALLY.report("; ".join(notes) if notes else None)
 
 
 def apply(patcher, module):

@@ -31,7 +31,7 @@ import weakref
 from collections import OrderedDict
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, installed_version, version_tuple
-from zeropatch._legacy import decide
+from zeropatch._legacy import Tally, decide, decided
 
 CORE = "pytorch_lightning.core.optimizer"
 AUTOMATIC = "pytorch_lightning.loops.optimization.automatic"
@@ -45,8 +45,7 @@ INDEX_NAMES = ("optimizer_idx", "opt_idx")
 _FREQUENCIES = weakref.WeakKeyDictionary()  # optimizer -> its "frequency" in configure_optimizers' dicts
 _STEPPING = weakref.WeakKeyDictionary()  # automatic-optimization loop -> (optimizer index, its step is counted)
 _TAKES_INDEX = {}  # (module class, hook) -> whether its override takes optimizer_idx where 1.x passed it
-_COUNTS = {}
-_DECISION = []
+_TALLY = Tally()
 
 
 def _takes_optimizer_idx(module):
@@ -82,9 +81,7 @@ def _index(trainer, optimizer):
 
 
 def _counting_batches():
-    if not _DECISION:
-        _DECISION.append(decide("pytorch-lightning", GLOBAL_STEP_PER_OPTIMIZER_SINCE))
-    return _DECISION[0].legacy
+    return decide("pytorch-lightning", GLOBAL_STEP_PER_OPTIMIZER_SINCE).legacy
 
 
 def _allowing_legacy_optimizers(wrapped, instance, args, kwargs):
@@ -140,7 +137,7 @@ def _each_optimizer(wrapped, loop, args, kwargs):
         if result:
             outputs.append(result)
     what = "batches trained optimizer by optimizer (1.9)"
-    _COUNTS[what] = _COUNTS.get(what, 0) + 1
+    _TALLY.count(what)
     return outputs
 
 
@@ -229,10 +226,11 @@ def _with_optimizer_idx(wrapped, instance, args, kwargs):
 
 
 def report():
-    if not _DECISION:
+    decision = decided("pytorch-lightning", GLOBAL_STEP_PER_OPTIMIZER_SINCE)
+    if decision is None:
         return None
-    counting = "batches (< 1.6)" if _DECISION[0].legacy else "optimizer steps (1.6+)"
-    return {"note": f"trainer.global_step counts {counting}: {_DECISION[0].why}", "counts": dict(_COUNTS), "first": {}}
+    counting = "batches (< 1.6)" if decision.legacy else "optimizer steps (1.6+)"
+    return _TALLY.report(f"trainer.global_step counts {counting}: {decision.why}")
 
 
 LOOPS = {  # loop module -> (its loop class, its methods wrapped, what that does)

@@ -19,7 +19,7 @@ comes back in another dtype than float32 says so once, with the switch. Left as 
 import contextvars
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, version_tuple, warn_once
-from zeropatch._legacy import ENV_LEGACY, decide
+from zeropatch._legacy import ENV_LEGACY, Tally, decide, decided
 
 CHANGED_IN = "5.0"
 OLD = "from_pretrained without a dtype: torch's default dtype, as transformers 4 (old contract)"
@@ -29,8 +29,7 @@ NEW = "from_pretrained without a dtype: the checkpoint's dtype (transformers 5's
 # the model class's from_pretrained without it (transformers 5.7 / 5.8), and a composite model loads its parts with
 # calls of its own.
 _NO_DTYPE_GIVEN = contextvars.ContextVar("zeropatch_hf_no_dtype_given", default=None)
-_loads = {}  # OLD / NEW -> how many loads each contract decided
-_decision = []  # the Decision, made at apply
+_TALLY = Tally()  # OLD / NEW -> how many loads each contract decided
 
 
 def _mark_calls_without_dtype(wrapped, cls, args, kwargs):
@@ -53,18 +52,19 @@ def _resolve_as_the_code_expects(wrapped, instance, args, kwargs):
                 and bound.arguments.get("hf_quantizer") is None)
     if not implicit:
         return wrapped(*args, **kwargs)
-    if _decision[0].legacy:
-        _loads[OLD] = _loads.get(OLD, 0) + 1
+    decision = decide("transformers", CHANGED_IN)
+    if decision.legacy:
+        _TALLY.count(OLD)
         bound.arguments[first] = None  # transformers' own dtype=None path: torch.get_default_dtype()
         inform_once(f"hf_checkpoint_dtype: from_pretrained without a dtype loads {_default_dtype_name()}, as "
-                    f"transformers 4 did ({_decision[0].why})")
+                    f"transformers 4 did ({decision.why})")
         return wrapped(*bound.args, **bound.kwargs)
-    _loads[NEW] = _loads.get(NEW, 0) + 1
+    _TALLY.count(NEW)
     config, dtype = wrapped(*args, **kwargs)
     if dtype is not None and _default_dtype_name() != str(dtype).replace("torch.", ""):
         warn_once(f"hf_checkpoint_dtype: from_pretrained without a dtype loaded {dtype} (transformers 5: the "
                   f"checkpoint's dtype; transformers 4 loaded {_default_dtype_name()}). This code is not known to be "
-                  f"written for transformers 4 ({_decision[0].why}); if it is, {ENV_LEGACY}=transformers restores "
+                  f"written for transformers 4 ({decision.why}); if it is, {ENV_LEGACY}=transformers restores "
                   f"4's loading")
     return config, dtype
 
@@ -76,9 +76,8 @@ def _default_dtype_name():
 
 
 def report():
-    if not _decision:
-        return None  # no load without a dtype in this process: nothing to say
-    return {"note": _decision[0].why, "counts": dict(_loads), "first": {}}
+    decision = decided("transformers", CHANGED_IN)  # made when the patch applied
+    return _TALLY.report(decision and decision.why)
 
 
 def _mark_the_auto_classes(patcher, modeling_auto):
@@ -109,11 +108,11 @@ def apply(patcher, modeling_utils):
 
     if "hf_quantizer" not in inspect.signature(resolver).parameters:
         raise Skip("_get_dtype takes no hf_quantizer")
-    _decision[:] = [decide("transformers", CHANGED_IN)]
+    decision = decide("transformers", CHANGED_IN)
     patcher.wrap(model_class, "from_pretrained", _mark_calls_without_dtype)
     patcher.wrap(modeling_utils, "_get_dtype", _resolve_as_the_code_expects)
-    contract = "old contract: torch's default dtype" if _decision[0].legacy else "new contract kept"
-    return f"from_pretrained without a dtype: {contract} ({_decision[0].why})"
+    contract = "old contract: torch's default dtype" if decision.legacy else "new contract kept"
+    return f"from_pretrained without a dtype: {contract} ({decision.why})"
 
 
 PATCH = Patch(

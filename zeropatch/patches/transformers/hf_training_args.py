@@ -34,7 +34,7 @@ import os
 import sys
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, installed_version, version_tuple
-from zeropatch._legacy import decide
+from zeropatch._legacy import Tally, decide, decided
 
 RENAMED = {"evaluation_strategy": "eval_strategy", "no_cuda": "use_cpu",
            "per_gpu_train_batch_size": "per_device_train_batch_size",
@@ -46,8 +46,7 @@ KEPT_AS_ATTRIBUTES = ("logging_dir", "overwrite_output_dir")
 MERGED_WITH = ("warmup_steps", "fsdp_config")  # successors an old option's value is combined with
 TRUE_WORDS = ("true", "1", "yes", "y", "t")
 LOCAL_RANK_UNSET_IN = "5.0"  # 4.x set local_rank to the process's local index at device set-up; 5.x leaves -1
-_DECISION = []
-_COUNTS = {}
+_TALLY = Tally()
 _kept = contextvars.ContextVar("zeropatch_training_args_kept", default=None)  # old option -> value, for one parse
 
 
@@ -219,26 +218,18 @@ def _local_rank_as_4x(setup_devices):
     def set_up(arguments):
         device = setup_devices(arguments)
         state = getattr(arguments, "distributed_state", None)
-        if state is not None and arguments.local_rank == -1 and _decision().legacy:
+        if state is not None and arguments.local_rank == -1 and decide("transformers", LOCAL_RANK_UNSET_IN).legacy:
             arguments.local_rank = state.local_process_index
-            what = "local_rank set to the process's local index (4.x)"
-            _COUNTS[what] = _COUNTS.get(what, 0) + 1
+            _TALLY.count("local_rank set to the process's local index (4.x)")
         return device
 
     return set_up
 
 
-def _decision():
-    if not _DECISION:
-        _DECISION.append(decide("transformers", LOCAL_RANK_UNSET_IN))
-    return _DECISION[0]
-
-
 def report():
-    if not _DECISION:
-        return None  # no device set up in this process: nothing decided
-    return {"note": f"TrainingArguments.local_rank as transformers 4 set it: {_DECISION[0].legacy} "
-                    f"({_DECISION[0].why})", "counts": dict(_COUNTS), "first": {}}
+    decision = decided("transformers", LOCAL_RANK_UNSET_IN)  # None: no device set up in this process
+    return _TALLY.report(decision and f"TrainingArguments.local_rank as transformers 4 set it: {decision.legacy} "
+                                      f"({decision.why})")
 
 
 def apply(patcher, module):
