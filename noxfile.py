@@ -170,6 +170,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "diffusers": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # today's huggingface_hub: old releases need hf_hub_legacy
     "pillow": [*CONSTRAINTS, "numpy"],
     "pyyaml": [*CONSTRAINTS],
+    "peft": [*CONSTRAINTS, "torch", "numpy"],
     "openai": [*CONSTRAINTS],
     # setuptools 81: pytorch-lightning 2.0-2.3 import pkg_resources at import (the probe runs without zeropatch)
     "pytorch_lightning": [*CONSTRAINTS, "torch", "numpy", "tensorboardX", "setuptools==81.0.0"],

@@ -84,6 +84,7 @@ CASES = {
     "numpy_aliases": (("numpy",), ("numpy",), "import numpy as np; assert np.zeros(2).sum() == 0", False),
     "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
                                       "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
+    "peft_int8_training": (("peft",), ("peft",), "import peft; assert callable(peft.get_peft_model)", False),
     "torchvision_model_urls": (("torchvision",), ("torchvision.models.utils", "torchvision.models.resnet"),
                                "import torchvision.models as m; assert m.resnet18().fc.out_features == 1000", False),
     "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),

@@ -15,6 +15,7 @@ PUTS_BACK = {
     "hf_hub_legacy": ("huggingface_hub", "huggingface_hub.constants"),
     "pandas_groupby_names": ("pandas.core.window.expanding", "pandas.core.window.rolling"),
     "torchvision_video": ("torchvision.io",),
+    "peft_int8_training": ("peft",),
     "torchvision_model_urls": ("torchvision.models.resnet", "torchvision.models.detection.faster_rcnn"),
     "transformers_adamw": ("transformers.optimization",),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
@@ -26,7 +27,8 @@ PUTS_BACK = {
     "pl_moved_names": ("pytorch_lightning.loggers", "pytorch_lightning.utilities.seed"),
 }
 # patch -> {module: the library module that defined the names put back there, where it is another}
-HOMES = {"torchvision_video": {"torchvision.io": "torchvision.io.video"}}
+HOMES = {"torchvision_video": {"torchvision.io": "torchvision.io.video"},
+         "peft_int8_training": {"peft": "peft.utils.other", "peft.utils": "peft.utils.other"}}
 
 
 def test_every_patch_that_puts_names_back_is_checked():

@@ -18,7 +18,7 @@ STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transfor
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
                  "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai",
-                 "pytorch_lightning": "pytorch-lightning"}
+                 "pytorch_lightning": "pytorch-lightning", "peft": "peft"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 
@@ -28,7 +28,7 @@ def load():
 
 
 PAIRED = {"deepspeed": ("deepspeed", "accelerate"), "torchvision": ("torchvision", "torch"),  # stacks swept in pairs
-          "torch_releases": ("torch", "torchvision")}
+          "torch_releases": ("torch", "torchvision"), "peft": ("peft", "transformers")}
 
 
 def release_label(row, package, stack):

@@ -23,10 +23,11 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning", "peft")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning")
+           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning",
+           "peft")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -66,6 +67,11 @@ def pinned(distribution):
 def unconstrained(distribution):
     """One release of a target whose environment holds the registry's torch builds (no CPU-build pin)."""
     return lambda release: [(["install", f"{distribution}=={release}"], {})]
+
+
+def with_transformers(distribution):
+    """One release of a library built on transformers, with a transformers release of its time."""
+    return lambda pair: [(["install", *constraints(), f"{distribution}=={pair[0]}", f"transformers=={pair[1]}"], {})]
 
 
 def torchvision(pair):
@@ -162,6 +168,12 @@ STACKS = {
     # 0.28.1: the last with openai_object (its own class runs the same test); 1.0.0, the last 2.x, today's
     "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
                ["tests/test_openai_object.py"]),
+    # 0.9.0 (the last with the alias) and releases since, each with a transformers of its time
+    "peft": (with_transformers("peft"), [("0.9.0", "4.51.3"), ("0.10.0", "4.51.3"), ("0.13.2", "4.51.3"),
+                                         ("0.21.2", "5.23.0")],
+             "import peft, transformers", ["peft_int8_training"],
+             ["tests/test_peft_int8_training.py",
+              "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[peft_int8_training]"]),
     # 2.0.0 (the 1.x API's removal), a release a year since, today's
     "pytorch_lightning": (pinned("pytorch-lightning"), ["2.0.0", "2.2.5", "2.4.0", "2.6.6"], "import pytorch_lightning",
                           ["pl_trainer_args", "pl_legacy_hooks", "pl_moved_names", "pl_multiple_optimizers"],
