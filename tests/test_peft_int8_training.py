@@ -5,7 +5,9 @@ An 8-bit model is simulated by its is_loaded_in_8bit attribute: loading one need
 
 import sys
 
-from conftest import assert_ok, clean_environment, requires, run_command, run_python
+import pytest
+
+from conftest import assert_ok, clean_environment, distribution_version, installed, requires, run_command, run_python
 
 MODEL = '''
 import torch, zeropatch
@@ -40,6 +42,8 @@ print("OK")
 
 
 @requires("torch", "transformers", "peft")
+@pytest.mark.skipif(installed("peft") and distribution_version("peft") < (0, 10),
+                    reason="peft < 0.10 still has its own prepare_model_for_int8_training (the patch is not needed)")
 def test_code_declared_for_peft_0_2_gets_its_casting_and_says_so(tmp_path):
     script = tmp_path / "prepare.py"
     script.write_text(MODEL + '''
