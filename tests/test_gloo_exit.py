@@ -5,7 +5,9 @@ patches/gloo_exit/count_aborts.py."""
 
 import time
 
-from conftest import assert_ok, kill, requires, run_python, start_ranks
+import pytest
+
+from conftest import assert_ok, distribution_version, kill, requires, run_python, start_ranks
 
 pytestmark = requires("torch")
 
@@ -58,6 +60,8 @@ print("ok")
 
 
 def test_workers_of_groups_that_outlive_destroy_process_group_are_waited_for():
+    if distribution_version("torch") < (2, 11):  # seen in the release sweep on torch 2.10.0
+        pytest.skip("torch < 2.11 does not name its gloo worker threads: there are none to find and wait for")
     assert_ok(run_python('''
 import os, time, torch, torch.distributed as dist
 import zeropatch

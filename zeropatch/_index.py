@@ -893,7 +893,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': "torchvision.models.utils (load_state_dict_from_url) and the models' model_urls back, from today's "
               'weight enums',
    'package': 'torchvision',
-   'affected': '0.25.0-0.29.2 (swept; utils went in 0.11, model_urls in 0.15)',
+   'affected': '0.25.0-0.29.2 (swept; the module and the dictionaries went in earlier releases)',
    'errors': ("No module named 'torchvision\\.models\\.utils'",
               "cannot import name 'model_urls' from 'torchvision\\.models\\.",
               "module 'torchvision\\.models\\.[\\w.]+' has no attribute 'model_urls'"),

@@ -103,7 +103,7 @@ PATCH = Patch(
     summary="torchvision.models.utils (load_state_dict_from_url) and the models' model_urls back, from today's "
     "weight enums",
     package="torchvision",
-    affected="0.25.0-0.29.2 (swept; utils went in 0.11, model_urls in 0.15)",
+    affected="0.25.0-0.29.2 (swept; the module and the dictionaries went in earlier releases)",
     targets=(UTILS, *MODULES),
     provides=True,
     apply=apply,
