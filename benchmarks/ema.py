@@ -91,8 +91,7 @@ def main():
 
     flat_ema = torch.zeros(sum(t.numel() for t in ema_tensors), dtype=ema_tensors[0].dtype, device=device)
     flat_source = torch.zeros(flat_ema.numel(), dtype=tensors[0].dtype, device=device)
-    chunk_bytes = zeropatch.ema.CAST_CHUNK_BYTES if device.type == "cpu" else zeropatch.ema.GPU_CAST_CHUNK_BYTES
-    chunk = chunk_bytes // flat_ema.element_size()  # a bf16 source is converted the way fused_update_ema does
+    chunk = zeropatch.ema.cast_chunk_bytes(device) // flat_ema.element_size()  # as fused_update_ema converts
     cast_buffer = torch.empty(chunk, dtype=flat_ema.dtype, device=device)
 
     def flat_lerp():

@@ -1,6 +1,8 @@
 """The ``Patcher``: every change one patch makes to one target, recorded so that ``revert`` restores the originals by
 identity; names put back into a library module through its ``__getattr__``."""
 
+import os
+
 from zeropatch._contract import Skip
 
 _ABSENT = object()  # an attribute that did not exist before a patch set it
@@ -39,10 +41,12 @@ class Patcher:
         and ``from module import name``, through the module's ``__getattr__`` (PEP 562; asked before the module's own),
         never listed in its ``dir()`` or ``__all__``. A function or class of zeropatch's among them stands for the
         library's: it carries the library's ``__module__`` (``home``: where the library defined it, by default
-        ``module``) and a plain ``__qualname__``, so that it pickles by reference; revert gives its names back.
+        ``module``) and a plain ``__qualname__``, so that it pickles by reference (put back into a second module, a
+        copy of it does); revert gives its names back.
         Called again for the same module, it adds the names to the getter it set (one change to revert, never one
         of its own changes seen as replaced by the next)."""
         home = home or module.__name__
+        names = {name: _own_function(value, home, name) for name, value in names.items()}
         for name, value in names.items():
             self._stand_for(value, home, name)
         current = vars(module).get("__getattr__")
@@ -106,6 +110,7 @@ class Patcher:
 
 
 _FUNCTION = type(lambda: None)
+_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))  # zeropatch's own code
 
 
 def lacks(module, name):
@@ -134,6 +139,18 @@ def _function_wrapper():
 
         _WRAPPER_CLASS.append(FunctionWrapper)
     return _WRAPPER_CLASS[0]
+
+
+def _own_function(value, module, qualname):
+    """``value``; a copy of it where it is a function of zeropatch's that already stands for another library name (put
+    back into another module): one function object carries one ``__module__``, and each library module had its own."""
+    if not isinstance(value, _FUNCTION) or not value.__code__.co_filename.startswith(_PACKAGE_FOLDER):
+        return value  # not zeropatch's: the library's own object keeps its own name
+    if value.__module__.split(".")[0] == "zeropatch" or (value.__module__, value.__qualname__) == (module, qualname):
+        return value  # not named yet, or named as this very name
+    copy = _FUNCTION(value.__code__, value.__globals__, value.__name__, value.__defaults__, value.__closure__)
+    copy.__doc__, copy.__kwdefaults__ = value.__doc__, value.__kwdefaults__
+    return copy
 
 
 def _rename(value, module, qualname):

@@ -82,6 +82,11 @@ CAST_CHUNK_BYTES = 8 << 20
 GPU_CAST_CHUNK_BYTES = 64 << 20
 
 
+def cast_chunk_bytes(device):
+    """How much of another dtype's sources is converted at a time on ``device``."""
+    return CAST_CHUNK_BYTES if device.type == "cpu" else GPU_CAST_CHUNK_BYTES
+
+
 class _CastChunks:
     """Converts a group's sources chunk by chunk into views of one reused buffer (it stays in cache and is
     never allocated again), each chunk about CAST_CHUNK_BYTES (GPU_CAST_CHUNK_BYTES off the CPU)."""
@@ -90,7 +95,7 @@ class _CastChunks:
 
     def __init__(self, emas):
         self.ranges, start, size = [], 0, 0
-        limit = CAST_CHUNK_BYTES if emas[0].device.type == "cpu" else GPU_CAST_CHUNK_BYTES
+        limit = cast_chunk_bytes(emas[0].device)
         for index, ema in enumerate(emas):
             size += ema.numel() * ema.element_size()
             if size >= limit or index == len(emas) - 1:

@@ -69,10 +69,13 @@ def prepare_model_for_int8_training(model, *args, **kwargs):
     return prepare_model_for_kbit_training(model, *args, **kwargs)
 
 
+def _as_release(decision):
+    return f"as peft {'0.2' if decision.legacy else '0.3-0.9'} did ({decision.why})"
+
+
 def report():
     decision = decided("peft", CAST_ONLY_NORMS_BEFORE)
-    return _TALLY.report(decision and f"prepare_model_for_int8_training casts as peft "
-                                      f"{'0.2' if decision.legacy else '0.3-0.9'} did ({decision.why})")
+    return _TALLY.report(decision and f"prepare_model_for_int8_training casts {_as_release(decision)}")
 
 
 def apply(patcher, module):
@@ -86,8 +89,7 @@ def apply(patcher, module):
     patcher.put_back(module, {"prepare_model_for_int8_training": prepare_model_for_int8_training},
                      home="peft.utils.other")
     decision = decide("peft", CAST_ONLY_NORMS_BEFORE)
-    return (f"prepare_model_for_int8_training back in {module.__name__}, casting as peft "
-            f"{'0.2' if decision.legacy else '0.3-0.9'} did ({decision.why})")
+    return f"prepare_model_for_int8_training back in {module.__name__}, casting {_as_release(decision)}"
 
 
 PATCH = Patch(

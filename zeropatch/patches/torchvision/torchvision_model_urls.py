@@ -32,10 +32,8 @@ MODEL_URLS = {
     "mobilenetv2": {"mobilenet_v2": "MobileNet_V2_Weights"},
     "mobilenetv3": {"mobilenet_v3_large": "MobileNet_V3_Large_Weights",
                     "mobilenet_v3_small": "MobileNet_V3_Small_Weights"},
-    "regnet": {f"regnet_{kind}_{size}": f"RegNet_{kind.upper()}_{size.upper()}_Weights"
-               for kind, sizes in (("y", ("400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf")),
-                                   ("x", ("400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf")))
-               for size in sizes},
+    "regnet": {f"regnet_{kind}_{size}": f"RegNet_{kind.upper()}_{size.upper()}_Weights" for kind in ("y", "x")
+               for size in ("400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf")},
     "resnet": {"resnet18": "ResNet18_Weights", "resnet34": "ResNet34_Weights", "resnet50": "ResNet50_Weights",
                "resnet101": "ResNet101_Weights", "resnet152": "ResNet152_Weights",
                "resnext50_32x4d": "ResNeXt50_32X4D_Weights", "resnext101_32x8d": "ResNeXt101_32X8D_Weights",

@@ -41,7 +41,6 @@ import functools
 import importlib
 import importlib.util
 import os
-import types
 
 from zeropatch._core import NotNeeded, Patch, Skip, installed_version, is_provided, lacks, version_tuple, warn_once
 from zeropatch.patches.transformers._top_level import answer_at_top_level
@@ -134,14 +133,6 @@ def _cache_constants():
     return values
 
 
-def _own_copy(function):
-    """The function as an object of its own: each module it goes back into names it as its own (``__module__``), as
-    each of the five model modules had its own copy, and it pickles by reference from there."""
-    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__)
-    copy.__doc__ = function.__doc__
-    return copy
-
-
 def _from(module_name, name):
     return getattr(importlib.import_module(module_name), name)
 
@@ -169,7 +160,7 @@ def apply(patcher, module):
         answer_at_top_level(patcher, module, {name: functools.partial(_from, TOP_LEVEL[name], name) for name in wanted})
         return f"{', '.join(wanted)} answered by transformers again"
     values = _cache_constants() if any(name in CACHE_NAMES for name in wanted) else {}
-    values.update({name: _own_copy(function) for name, function in FUNCTIONS.items()})
+    values.update(FUNCTIONS)
     if "is_torch_tpu_available" in wanted and version_tuple(installed_version("transformers") or "0") < (4, 51):
         from transformers.utils import import_utils  # 4.39-4.50: file_utils lost it, the library still has it
 
