@@ -1,11 +1,12 @@
 """Open-Sora's cross-attention on torch's SDPA, as xformers_sdpa / xformers_fallback run it: a block-diagonal
 mask over a packed batch (B samples of N video tokens, each against its own caption of varying length), forward and
-backward, against the two ways a fallback could do it without grouping: one SDPA call with a dense additive mask
-over the packed sequence ((B*N) x (sum of caption lengths)), and a Python loop of one SDPA call per sample. Also the
-cost of xformers_fallback's "xformers first" when the installed xformers has no operator (if xformers is installed).
+backward. zeropatch chooses between its two paths (zeropatch/_attention.py: one SDPA call per group of equal lengths,
+or on a GPU, while the mask is small, one call with a dense block-diagonal mask, built once and kept, as a model's
+layers share it); both are timed, and its choice, against a Python loop of one SDPA call per sample. Also the cost of xformers_fallback's "xformers first"
+when the installed xformers has no operator (if xformers is installed).
 
 Run: python benchmarks/attention.py [--device cpu|cuda] [--batch 8] [--tokens 1024] [--heads 16] [--dtype fp32|bf16]
-Prints medians of interleaved rounds and ratios; the dense mask's size is what the grouped path does not allocate.
+Prints medians of interleaved rounds and ratios, and the dense mask's size.
 """
 
 import argparse
@@ -48,20 +49,28 @@ def main():
     k = torch.randn(1, sum(caption_lengths), args.heads, args.head_dim, **make, requires_grad=True)
     v = torch.randn_like(k, requires_grad=True)
     mask = _attention.BlockDiagonalMask.from_seqlens([args.tokens] * args.batch, caption_lengths)
-    dense_bias = mask.materialize((1, 1, q.shape[1], k.shape[1]), dtype=dtype, device=args.device)
+    starts = (mask.q_seqinfo.seqstart_py, mask.k_seqinfo.seqstart_py)
 
-    def grouped():
+    def chosen():
         _attention.memory_efficient_attention(q, k, v, attn_bias=mask).sum().backward()
 
+    def grouped():
+        _attention.varlen_attention(q[0], k[0], v[0], *starts, dense=False).sum().backward()
+
     def dense():
-        _attention.attention(q, k, v, bias=dense_bias).sum().backward()
+        _attention.varlen_attention(q[0], k[0], v[0], *starts, dense=True).sum().backward()
+
+    def dense_rebuilt():
+        _attention._block_diagonal_bias.cache_clear()  # as the first layer of a step pays it
+        dense()
 
     def per_sample():
         outs = [_attention.attention(q[:, i * args.tokens:(i + 1) * args.tokens], k[:, start:end], v[:, start:end])
                 for i, (start, end) in enumerate(mask.k_seqinfo.intervals())]
         torch.cat(outs, dim=1).sum().backward()
 
-    candidates = {"grouped (zeropatch)": grouped, "dense packed mask": dense, "per-sample loop": per_sample}
+    candidates = {"grouped": grouped, "one call, dense mask": dense, "the same, mask rebuilt": dense_rebuilt,
+                  "zeropatch's choice": chosen, "per-sample loop": per_sample}
     if importlib.util.find_spec("xformers") is not None:
         import logging
 
@@ -85,13 +94,14 @@ def main():
     samples = interleaved_samples(candidates, args.rounds, setup=clear_gradients)
     print(f"{args.device} {args.dtype}: batch {args.batch} x {args.tokens} tokens, {args.heads} heads x {args.head_dim},"
           f" captions {caption_lengths}; forward + backward; torch {torch.__version__}")
-    print(f"dense packed mask: {dense_bias.numel() * dense_bias.element_size() / 2 ** 20:.1f} MiB; the grouped path "
-          "builds no mask")
+    choice = _attention._dense_mask_is_faster(q[0], list(zip(starts[0], starts[0][1:], starts[1], starts[1][1:])), None)
+    mebibytes = q.shape[1] * k.shape[1] * q.element_size() / 2 ** 20
+    print(f"dense mask: {mebibytes:.1f} MiB; zeropatch chooses {'the dense mask' if choice else 'grouping'}")
     for label, seconds in samples.items():
         print(f"  {label:32s} {sorted(seconds)[len(seconds) // 2] * 1e3:8.1f} ms")
     for label in candidates:
-        if label != "grouped (zeropatch)":
-            print(f"  {label} / grouped: {median_ratio(samples, label, 'grouped (zeropatch)'):.2f}x")
+        if label != "grouped":
+            print(f"  {label} / grouped: {median_ratio(samples, label, 'grouped'):.2f}x")
 
 
 if __name__ == "__main__":

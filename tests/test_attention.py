@@ -221,9 +221,27 @@ def test_flash_attn_forms_equal_a_float64_attention_forward_and_backward(form, d
     check(function, expected, tensors, getattr(torch, dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("causal", [None, "top-left"])
+def test_the_dense_block_diagonal_path_equals_a_float64_attention(causal, dtype):
+    """The one-call path with a block-diagonal mask (chosen on a GPU for small masks, forced here): forward and
+    backward as the reference, a segment without queries included."""
+    import torch
+
+    from zeropatch import _attention as A
+
+    torch.manual_seed(0)
+    q_lengths, k_lengths = [5, 0, 7, 3], [4, 6, 9, 2]
+    q_starts, k_starts = ([sum(lengths[:i]) for i in range(len(lengths) + 1)] for lengths in (q_lengths, k_lengths))
+    tensors = [torch.randn(sum(q_lengths), 4, 8), torch.randn(sum(k_lengths), 2, 8), torch.randn(sum(k_lengths), 2, 8)]
+    visible = block_visibility(q_lengths, k_lengths, causal)
+    check(lambda q, k, v: A.varlen_attention(q, k, v, q_starts, k_starts, causal=causal, dense=True),
+          lambda q, k, v: reference(q[None], k[None], v[None], visible)[0], tensors, getattr(torch, dtype))
+
+
 def test_block_diagonal_attention_builds_no_mask_over_the_packed_sequence(monkeypatch):
-    """Open-Sora's cross-attention packs B samples: SDPA gets each (query, key)-length group on exactly its tokens,
-    with no mask at all; equal segments go in as one batch."""
+    """Open-Sora's cross-attention packs B samples: on a CPU, SDPA gets each (query, key)-length group on exactly its
+    tokens, with no mask at all; equal segments go in as one batch."""
     import torch
     import torch.nn.functional as F
 

@@ -1,9 +1,10 @@
-"""hf_training_args on the real transformers: the options transformers removed take their 4.5x effect through every
-way HfArgumentParser reads them (command line in both spellings, bare boolean flags, parse_dict / JSON) and through
-TrainingArguments(...) itself; a successor given explicitly is kept where 4.x kept it (warmup_steps over the ratio)
-and merged where 4.x merged (fsdp_config); what cannot be expressed is refused with what to do; unknown options still
-fail. The alpaca command line, trained two steps, is the repro (its expected effects are what transformers 4.51.3,
-which still has every option but evaluation_strategy, gives natively)."""
+"""hf_training_args on the real transformers: the options transformers removed take their 4.5x effect through every way
+HfArgumentParser reads them (command line in both spellings, bare boolean flags, parse_dict / JSON) and through
+TrainingArguments(...) itself; report_to=None is every installed integration again; a successor given explicitly is
+kept where 4.x kept it (warmup_steps over the ratio) and merged where 4.x merged (fsdp_config); what cannot be
+expressed is refused with what to do; unknown options still fail. The alpaca command line, trained two steps, is the
+repro (its expected effects are what transformers 4.51.3, which still has every option but evaluation_strategy, gives
+natively)."""
 
 import pytest
 
@@ -79,6 +80,19 @@ args = TrainingArguments(output_dir=folder, evaluation_strategy="steps", warmup_
                          no_cuda=True, overwrite_output_dir=True, use_mps_device=False)
 assert (args.eval_strategy.value, args.get_warmup_steps(10), args.train_sampling_strategy, args.use_cpu,
         args.overwrite_output_dir) == ("steps", 2, "group_by_length", True, True)
+print("ok")
+'''))
+
+
+def test_report_to_none_reports_to_every_installed_integration_as_in_4x():
+    assert_ok(run_python(PRELUDE + '''
+from transformers.integrations import get_available_reporting_integrations
+every = get_available_reporting_integrations()
+assert TrainingArguments(output_dir=folder, report_to=None).report_to == every       # alpaca-lora without wandb
+assert HfArgumentParser((Legacy,)).parse_dict({"output_dir": folder, "report_to": None})[0].report_to == every
+assert TrainingArguments(output_dir=folder).report_to == []                           # 5.x's default stays
+zeropatch.uninstall("hf_training_args")
+assert TrainingArguments(output_dir=folder, report_to=None).report_to == [None]       # what the Trainer refuses
 print("ok")
 '''))
 

@@ -1,7 +1,8 @@
 """zeropatch._legacy: which release a repository's code was written for, read off its own pins in every file kind
 the real repositories use (alpaca's requirements.txt, LLaVA's and FastChat's pyproject.toml, setup.py, conda's
 environment.yml), from the script's folder up to the repository's root; what is not a pin of the package is not
-read as one; a declaration naming nothing installed says what is valid."""
+read as one; a declared release (ZEROPATCH_LEGACY=transformers==4.40.2) decides as a pin of it; a declaration naming
+nothing installed says what is valid."""
 
 import pytest
 
@@ -57,3 +58,19 @@ def test_a_declaration_naming_nothing_installed_says_what_is_valid():
     assert_ok(result)
     assert result.stdout.split() == ["True"], result.stdout
     assert "no installed distribution 'transformer-s' (valid: all, or the names of installed" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("declared, changed_in, legacy, why", [
+    ("wrapt==1.14.1", "1.15", True, "declares 'wrapt==1.14.1': written for 1.14.1, before wrapt 1.15"),
+    ("wrapt==1.14.1", "1.14", False, "declares 'wrapt==1.14.1': written for 1.14.1, not before wrapt 1.14"),
+    ("pytest,wrapt>=1.10,<1.15", "1.15", True, "declares 'wrapt>=1.10,<1.15': written for 1.10, before wrapt 1.15"),
+    ("wrapt<2", "2.0", True, "declares 'wrapt<2': written for releases before 2, before wrapt 2.0"),
+    ("wrapt<2", "1.15", False, "declares 'wrapt<2': written for releases before 2, not before wrapt 1.15"),
+    ("wrapt", "1.15", True, "declares this code written for an older wrapt"),
+])
+def test_a_declared_release_decides_as_a_pin_of_it(declared, changed_in, legacy, why):
+    result = run_python(f"from zeropatch._legacy import decide; d = decide('wrapt', {changed_in!r}); "
+                        "print(d.legacy); print(d.why)", env=clean_environment(ZEROPATCH_LEGACY=declared))
+    assert_ok(result)
+    assert result.stdout.splitlines() == [str(legacy), f"ZEROPATCH_LEGACY {why}"], result.stdout
+    assert "no installed distribution" not in result.stderr, result.stderr

@@ -62,6 +62,8 @@ CASES = {
     "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils", "transformers.models.auto.modeling_auto"),
                             "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                             "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "hf_load_in_8bit": (("transformers",), ("transformers.modeling_utils",),
+                        "import transformers.modeling_utils as m; assert callable(m.PreTrainedModel.from_pretrained)", False),
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
                          "from transformers import HfArgumentParser, TrainingArguments; "
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
@@ -283,6 +285,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_post_init", "hf_frozen_params"): ("transformers",),
     ("hf_frozen_params", "transformers_use_auth_token"): ("transformers",),
     ("hf_frozen_params", "hf_checkpoint_dtype"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
+    ("hf_checkpoint_dtype", "hf_load_in_8bit"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
     ("hf_trainer_tokenizer", "hf_trainer_overrides"): ("transformers",),  # both wrap Trainer.__init__
 }

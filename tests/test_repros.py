@@ -56,6 +56,15 @@ def training_arguments_lost_an_option():
                       env=clean_environment(ZEROPATCH="0")).returncode != 0
 
 
+def transformers_quantizes_on_this_cpu():
+    """transformers 5 runs bitsandbytes' 8-bit layers on a CPU (bitsandbytes 0.48 and later); 4.x refuses a CPU there
+    without Intel's PyTorch extension ("None of the available devices ... are supported"), so on 4.x this repro cannot
+    show on a CPU that the keywords still work: skipped (test_orderings checks the patch is not needed there)."""
+    if distribution_version("transformers") >= (5,):
+        return True
+    pytest.skip("transformers 4.x loads bitsandbytes models on a GPU only (without Intel's extension)")
+
+
 def no_gpu():
     """The rehearsal is for machines without a GPU; where CUDA is available it stays off (not-needed)."""
     return run_python("import sys, torch; sys.exit(1 if torch.cuda.is_available() else 0)").returncode == 0
@@ -132,6 +141,9 @@ REPROS = {
     "hf_hub_legacy": (("torch", "diffusers", "huggingface_hub"), None, "all", {},
                       lambda: distribution_version("huggingface_hub") >= (0, 26), None,
                       "imported and loaded its VAE from the hub cache"),
+    "hf_load_in_8bit": (("torch", "transformers", "bitsandbytes"), None, "all", {}, transformers_quantizes_on_this_cpu,
+                        None,
+                        "repro: loaded in 8 bits (14 Linear8bitLt), the rest float16"),
     "transformers_use_auth_token": (("torch", "transformers"), None, "all", {},
                                     lambda: distribution_version("transformers") >= (5,), None,
                                     "repro: config and model loaded with use_auth_token=True"),

@@ -18,7 +18,8 @@ STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transfor
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
                  "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai",
-                 "pytorch_lightning": "pytorch-lightning", "peft": "peft"}
+                 "pytorch_lightning": "pytorch-lightning", "peft": "peft",
+                 "bitsandbytes": "bitsandbytes"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 
@@ -28,7 +29,8 @@ def load():
 
 
 PAIRED = {"deepspeed": ("deepspeed", "accelerate"), "torchvision": ("torchvision", "torch"),  # stacks swept in pairs
-          "torch_releases": ("torch", "torchvision"), "peft": ("peft", "transformers")}
+          "torch_releases": ("torch", "torchvision"), "peft": ("peft", "transformers"),
+          "bitsandbytes": ("bitsandbytes", "transformers")}
 
 
 def release_label(row, package, stack):

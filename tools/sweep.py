@@ -23,11 +23,12 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning", "peft")
+         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning", "peft",
+         "bitsandbytes")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
            "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning",
-           "peft")
+           "peft", "bitsandbytes")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -115,14 +116,15 @@ STACKS = {
                      "import transformers; from transformers import PreTrainedModel, T5EncoderModel",
                      ["hf_post_init", "t5_apex_norm", "hf_frozen_params", "hf_checkpoint_dtype", "hf_training_args",
                       "hf_trainer_tokenizer", "hf_trainer_overrides", "hf_trainer_names", "hf_rope_scaling", "transformers_adamw", "shardformer_t5",
-                      "transformers_use_auth_token", "transformers_shard_checkpoint", "hf_removed_names"],
+                      "transformers_use_auth_token", "transformers_shard_checkpoint", "hf_removed_names",
+                      "hf_load_in_8bit"],
                      ["tests/test_hf_post_init.py", "tests/test_t5_apex_norm.py", "tests/test_hf_frozen_params.py",
                       "tests/test_hf_checkpoint_dtype.py", "tests/test_legacy.py", "tests/test_hf_training_args.py",
                       "tests/test_hf_trainer_tokenizer.py", "tests/test_hf_trainer_overrides.py",
                       "tests/test_hf_trainer_names.py", "tests/test_hf_rope_scaling.py",
                       "tests/test_transformers_adamw.py", "tests/test_shardformer_t5.py",
                       "tests/test_transformers_use_auth_token.py", "tests/test_transformers_shard_checkpoint.py",
-                      "tests/test_hf_removed_names.py", "tests/test_hf_local_rank.py"]),
+                      "tests/test_hf_removed_names.py", "tests/test_hf_local_rank.py", "tests/test_hf_load_in_8bit.py"]),
     "pandas": (pinned("pandas"), ["2.3.3", "3.0.6", "3.1.0", "3.1.1"], "import pandas",
                ["pandas_groupby_names"], ["tests/test_pandas_groupby_names.py"]),
     "torchvision": (torchvision, [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
@@ -174,6 +176,9 @@ STACKS = {
              "import peft, transformers", ["peft_int8_training"],
              ["tests/test_peft_int8_training.py",
               "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[peft_int8_training]"]),
+    # bitsandbytes' CPU layers (0.48 and later) under the first transformers without load_in_8bit, and today's
+    "bitsandbytes": (with_transformers("bitsandbytes"), [("0.48.2", "5.0.0"), ("0.50.2", "5.0.0"), ("0.50.2", "5.23.0")],
+                     "import bitsandbytes, transformers", ["hf_load_in_8bit"], ["tests/test_hf_load_in_8bit.py"]),
     # 2.0.0 (the 1.x API's removal), a release a year since, today's
     "pytorch_lightning": (pinned("pytorch-lightning"), ["2.0.0", "2.2.5", "2.4.0", "2.6.6"], "import pytorch_lightning",
                           ["pl_trainer_args", "pl_legacy_hooks", "pl_moved_names", "pl_multiple_optimizers"],

@@ -2,8 +2,9 @@
 the old contract only to legacy code (DESIGN: "Legacy code and new code").
 
 The decision, for one distribution and the release that changed the contract:
-1. ``ZEROPATCH_LEGACY`` declares it: ``transformers,numpy`` (written for releases before the change), ``all``, or
-   ``-transformers`` (written for the new contract; also wins over ``all``).
+1. ``ZEROPATCH_LEGACY`` declares it: ``transformers,numpy`` (written for releases before the change), ``all``,
+   ``-transformers`` (written for the new contract; also wins over ``all``), or a release as a pin writes it,
+   ``transformers==4.40.2`` / ``transformers<5`` (legacy for the changes after it, as a pin below).
 2. Otherwise the pins of the repository the main script lives in: from the script's folder (``sys.argv[0]``; the
    working folder for ``python -c`` and the interactive interpreter) up to the repository's root (the folder with
    ``.git``), the first folder whose requirements*.txt, setup.py, setup.cfg, pyproject.toml or environment.yml pins
@@ -24,6 +25,7 @@ ENV_LEGACY = "ZEROPATCH_LEGACY"
 PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pyproject.toml", "environment.yml",
              "environment.yaml")  # "requirements": every requirements*.txt, in name order
 _SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
+_DECLARATION = re.compile(r"([^=<>~!]*)(.*)")  # a declaration: the name, then any version specifiers
 _DECIDED = {}  # (distribution, changed_in) -> Decision: the code does not change under a process
 
 
@@ -44,7 +46,8 @@ def decide(distribution, changed_in):
     """The Decision for code using ``distribution``, whose contract changed in release ``changed_in`` ("5.0")."""
     key = (distribution, changed_in)
     if key not in _DECIDED:
-        _DECIDED[key] = _declared(distribution) or _pinned(distribution, version_tuple(changed_in), changed_in)
+        changed = version_tuple(changed_in)
+        _DECIDED[key] = _declared(distribution, changed, changed_in) or _pinned(distribution, changed, changed_in)
     return _DECIDED[key]
 
 
@@ -74,19 +77,38 @@ def _normalized(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared(distribution):
+def _declared(distribution, changed, changed_text):
     value = os.environ.get(ENV_LEGACY, "")
-    tokens = [_normalized(token.strip()) for token in value.split(",") if token.strip()]
-    for token in tokens:
-        if token != "all" and installed_version(token.lstrip("-")) is None:
-            warn_once(f"{ENV_LEGACY}={value!r}: no installed distribution {token.lstrip('-')!r} (valid: all, or the "
-                      f"names of installed distributions, each with a leading '-' for code written for today's)")
+    declarations = _declarations(value)
+    names = {_normalized(spelled) for spelled, _ in declarations}
+    for spelled in names - {"all"}:
+        if installed_version(spelled.lstrip("-")) is None:
+            warn_once(f"{ENV_LEGACY}={value!r}: no installed distribution {spelled.lstrip('-')!r} (valid: all, or the "
+                      f"names of installed distributions, each with a leading '-' for code written for today's, or "
+                      f"with the release it was written for: transformers==4.40.2, transformers<5)")
     name = _normalized(distribution)
-    if "-" + name in tokens:
+    for spelled, specifiers in declarations:
+        lowest, upper = _admitted(specifiers)
+        if _normalized(spelled) == name and (lowest or upper):
+            return _written_for(None, f"{spelled}{specifiers}", lowest, upper, distribution, changed, changed_text)
+    if "-" + name in names:
         return Decision(False, f"{ENV_LEGACY} declares this code written for today's {distribution}")
-    if name in tokens or "all" in tokens:
+    if name in names or "all" in names:
         return Decision(True, f"{ENV_LEGACY} declares this code written for an older {distribution}")
     return None
+
+
+def _declarations(value):
+    """[(name, specifiers)] of a ``ZEROPATCH_LEGACY`` value: ``transformers>=4.30,<4.36,numpy`` names two (a part
+    without a name adds to the specifiers of the one before it)."""
+    declarations = []
+    for part in value.split(","):
+        spelled, specifiers = (text.strip() for text in _DECLARATION.match(part.strip()).groups())
+        if spelled:
+            declarations.append((spelled, specifiers))
+        elif specifiers and declarations:
+            declarations[-1] = (declarations[-1][0], f"{declarations[-1][1]},{specifiers}")
+    return declarations
 
 
 def _pinned(distribution, changed, changed_text):
@@ -95,7 +117,12 @@ def _pinned(distribution, changed, changed_text):
     if found is None:
         return Decision(False, f"no pin of {distribution} found from {folder} up to its repository's root "
                                f"(declare legacy code with {ENV_LEGACY}={distribution})")
-    path, pin, lowest, below = found
+    return _written_for(*found, distribution, changed, changed_text)
+
+
+def _written_for(source, pin, lowest, below, distribution, changed, changed_text):
+    """The Decision for code that a pin in ``source`` (a file; None: ``ZEROPATCH_LEGACY``) says was written for
+    ``lowest``, or for releases before ``below``."""
     if lowest is not None:
         legacy = lowest < changed
         written = "written for " + ".".join(map(str, lowest))
@@ -103,7 +130,8 @@ def _pinned(distribution, changed, changed_text):
         legacy = below <= changed
         written = "written for releases before " + ".".join(map(str, below))
     before = "before" if legacy else "not before"
-    return Decision(legacy, f"{path} pins {pin!r}: {written}, {before} {distribution} {changed_text}")
+    where = f"{ENV_LEGACY} declares {pin!r}" if source is None else f"{source} pins {pin!r}"
+    return Decision(legacy, f"{where}: {written}, {before} {distribution} {changed_text}")
 
 
 def _script_folder():
@@ -154,13 +182,19 @@ def _pin_in(distribution, path):
     pattern = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*((?:(?:===|==|~=|>=|<=|!=|>|<|=)"
                          r"\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)", re.IGNORECASE)
     for match in pattern.finditer(text):
-        lowest = upper = None
-        for operator, version in _SPECIFIER.findall(match.group(1)):
-            release = version_tuple(version)
-            if operator in ("===", "==", "~=", ">=", ">", "="):
-                lowest = max(lowest or release, release)
-            elif operator in ("<", "<="):
-                upper = min(upper or release, release)
+        lowest, upper = _admitted(match.group(1))
         if lowest is not None or upper is not None:
             return f"{distribution}{match.group(1).strip().rstrip(',')}", lowest, upper
     return None
+
+
+def _admitted(specifiers):
+    """(the lowest release, the upper bound) that version specifiers (``>=4.28.1,<5``) admit; None for either absent."""
+    lowest = upper = None
+    for operator, version in _SPECIFIER.findall(specifiers):
+        release = version_tuple(version)
+        if operator in ("===", "==", "~=", ">=", ">", "="):
+            lowest = max(lowest or release, release)
+        elif operator in ("<", "<="):
+            upper = min(upper or release, release)
+    return lowest, upper

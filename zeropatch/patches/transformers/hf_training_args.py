@@ -17,8 +17,9 @@ give it the effect it had on transformers 4.5x: ``evaluation_strategy`` is ``eva
 ``transformer_layer_cls_to_wrap`` list, as 4.x put it there; ``logging_dir`` is TensorBoard's directory again
 (``TENSORBOARD_LOGGING_DIR``, which transformers 5 reads) and readable as ``args.logging_dir``;
 ``overwrite_output_dir``, which only scripts read, is readable again as ``args.overwrite_output_dir``;
-``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted. Each translation is logged
-once. Silently, transformers 5 also stopped setting ``local_rank`` when it sets up the device (4.x made it the
+``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted; ``report_to=None`` (alpaca-lora
+without wandb) is "all", every installed integration, as 4.x took it (5.x passes None on to the Trainer, which refuses
+it: "ValueError: None is not supported"). Each translation is logged once. Silently, transformers 5 also stopped setting ``local_rank`` when it sets up the device (4.x made it the
 process's local index: 0 in one process, LOCAL_RANK under torchrun); FastChat's ``train_lora.py`` saves its adapter
 only ``if training_args.local_rank == 0``, so on 5.x it trains and saves nothing. For code written for transformers 4
 (its pins decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again; the decision is in the
@@ -187,7 +188,7 @@ def _parse_dict(wrapped, parser, args, kwargs):
     kinds = _training_arguments_classes(parser)
     if not kinds or not isinstance(values, dict):
         return wrapped(*args, **kwargs)
-    translated, kept = translate(values, _options_of(kinds[0]))
+    translated, kept = translate(_report_to_as_4x(kinds[0], values), _options_of(kinds[0]))
     rest = {key: value for key, value in kwargs.items() if key != "args"}
     outputs = wrapped(translated, *args[1:], **rest)
     _keep_on_training_arguments(parser, outputs, kept)
@@ -203,7 +204,22 @@ def _keep_on_training_arguments(parser, outputs, kept):
             _keep_on(output, kept)
 
 
+def _report_to_as_4x(kind, values):
+    """``report_to=None`` as 4.x took it: "all" (every installed integration). 5.x's default is "none", and None
+    reaches the Trainer, which refuses it; on 4.x (whose default is None) nothing changes."""
+    import dataclasses
+
+    if "report_to" not in values or values["report_to"] is not None:
+        return values
+    default = next((field.default for field in dataclasses.fields(kind) if field.name == "report_to"), None)
+    if default is None:
+        return values
+    inform_once("hf_training_args: report_to=None is 'all' (every installed integration), as transformers 4 took it")
+    return {**values, "report_to": "all"}
+
+
 def _init_with_old_keywords(wrapped, arguments, args, kwargs):
+    kwargs = _report_to_as_4x(type(arguments), kwargs)
     options = _options_of(type(arguments))
     if not options.keys() & kwargs.keys():
         return wrapped(*args, **kwargs)
