@@ -122,3 +122,57 @@ with open(f"{sys.argv[1]}/rank{trainer.global_rank}.txt", "w") as file:  # one f
         (lines, result.stdout)
     assert lines[0].split("gloo")[1] == lines[1].split("gloo")[1], lines  # DDP kept the ranks' weights equal
     assert "accelerator='gpu' -> 2 CPU process(es)" in result.stderr, result.stderr[-2000:]
+
+
+@requires("pytorch_lightning")
+def test_a_checkpoint_callback_given_as_1_0_took_it_writes_its_checkpoints(tmp_path):
+    """taming-transformers' main.py: Trainer(checkpoint_callback=ModelCheckpoint(dirpath=..., save_last=True)), 1.0-1.4's
+    way to give the checkpoint callback; 2.x's default one instead would write elsewhere and no last.ckpt."""
+    assert_ok(run_python(f'''
+import os, torch, zeropatch, pytorch_lightning as pl
+from pytorch_lightning.callbacks import ModelCheckpoint
+from torch.utils.data import DataLoader, TensorDataset
+class Tiny(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch[0]).sum()
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+folder = {str(tmp_path / "checkpoints")!r}
+given = ModelCheckpoint(dirpath=folder, filename="{{epoch:06}}", save_last=True)
+trainer = pl.Trainer(checkpoint_callback=given, max_steps=2, gpus=None, logger=False, enable_progress_bar=False,
+                     default_root_dir={str(tmp_path)!r})
+assert trainer.checkpoint_callback is given, trainer.checkpoint_callbacks
+trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(4, 2)), batch_size=2))
+assert sorted(os.listdir(folder)) == ["epoch=000000.ckpt", "last.ckpt"], os.listdir(folder)
+print("OK")
+'''))
+
+
+@requires("pytorch_lightning")
+def test_a_name_logged_twice_with_different_arguments_is_explained_not_patched(tmp_path):
+    """taming-transformers' VQModel.validation_step logs val/rec_loss twice with different arguments: 1.0-1.3 let the
+    later call win, 1.4 and later refuse it. No patch restores it (the calls' values would be reduced together);
+    `zeropatch explain` says what to change."""
+    script = tmp_path / "twice.py"
+    script.write_text('''
+import torch, pytorch_lightning as pl
+from torch.utils.data import DataLoader, TensorDataset
+class Twice(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch[0]).abs().mean()
+        self.log("val/rec_loss", loss, prog_bar=True, on_step=True, on_epoch=True)
+        self.log_dict({"val/rec_loss": loss})
+pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False).validate(
+    Twice(), DataLoader(TensorDataset(torch.randn(2, 2)), batch_size=2))
+''')
+    failed = run_command(ZEROPATCH + ["run", "--", sys.executable, script])
+    assert failed.returncode != 0 and "twice in `validation_step` with different arguments" in failed.stderr, \
+        failed.stderr[-2000:]
+    explained = run_command(ZEROPATCH + ["explain", failed.stderr[-4000:]])
+    assert "No patch can fix this" in explained.stdout and "Log the name once" in explained.stdout, explained.stdout

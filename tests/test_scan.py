@@ -188,3 +188,18 @@ def test_check_of_a_folder_breaks_without_zeropatch_and_is_fixed_with_it(tmp_pat
         in with_zeropatch.stdout, with_zeropatch.stdout
     bad = run_command(ZEROPATCH + ["check", "--python", "3", tmp_path])
     assert bad.returncode == 2 and "MAJOR.MINOR" in bad.stderr
+
+
+def test_a_release_asserted_at_run_time_is_named_when_another_is_installed(tmp_path):
+    import importlib.metadata
+
+    installed = importlib.metadata.version("wrapt")
+    files = {"main_pretrain.py": f"""\
+                 import wrapt as w
+                 assert w.__version__ == "0.3.2"  # version check (MAE's, of timm)
+                 assert w.__version__ == "{installed}"
+                 assert w.__version__ >= "0.3"
+                 """}
+    assert found(tmp_path, files) == [
+        ("main_pretrain.py", 2, f"asserts wrapt 0.3.2, {installed} is installed: the script stops here, and no patch "
+                                "changes a version; run it with python -O (asserts skipped) or delete the line")]

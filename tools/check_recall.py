@@ -30,7 +30,12 @@ RUNS = {
                                            "hf_trainer_overrides", "hf_checkpoint_dtype"}),
     "latent-diffusion": ("CompVis/latent-diffusion a506df5 (main.py: LDM, its autoencoder; data code)", {
         "pillow_aliases", "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "pl_multiple_optimizers", "cpu_rehearsal"}),
-    "taming-transformers": ("CompVis/taming-transformers 3ba01b2 (data code)", {"torch_six", "yaml_load"}),
+    "taming-transformers": ("CompVis/taming-transformers 3ba01b2 (main.py: VQGAN; data code)", {
+        "torch_six", "yaml_load", "pl_trainer_args", "omegaconf_legacy_api", "pl_moved_names", "pl_multiple_optimizers",
+        "pl_legacy_hooks", "cpu_rehearsal"}),
+    "alpaca-lora": ("tloen/alpaca-lora 8bb8579", {"peft_int8_training", "hf_load_in_8bit", "hf_training_args"}),
+    "mae": ("facebookresearch/mae efb2a80 (pre-training, fine-tuning, linear probing)", {
+        "torch_six", "timm_legacy_api", "numpy_aliases", "torch_load", "torchvision_get_image_size", "cpu_rehearsal"}),
 }
 
 

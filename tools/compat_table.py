@@ -19,7 +19,7 @@ STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transfor
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
                  "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai",
                  "pytorch_lightning": "pytorch-lightning", "peft": "peft",
-                 "bitsandbytes": "bitsandbytes"}
+                 "bitsandbytes": "bitsandbytes", "omegaconf": "omegaconf"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}
 
 

@@ -24,11 +24,11 @@ import xml.etree.ElementTree as ElementTree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
          "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning", "peft",
-         "bitsandbytes")
+         "bitsandbytes", "omegaconf")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
            "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning",
-           "peft", "bitsandbytes")
+           "peft", "bitsandbytes", "omegaconf")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -129,9 +129,10 @@ STACKS = {
                ["pandas_groupby_names"], ["tests/test_pandas_groupby_names.py"]),
     "torchvision": (torchvision, [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
                     "import torch, torchvision, torchvision.io",
-                    ["torchvision_video", "torchvision_model_urls", "pg_deepcopy", "gloo_exit", "fused_ema"],
-                    ["tests/test_torchvision_video.py", "tests/test_torchvision_model_urls.py", "tests/test_pg_deepcopy.py",
-                     "tests/test_gloo_exit.py"]),
+                    ["torchvision_video", "torchvision_model_urls", "torchvision_get_image_size", "pg_deepcopy",
+                     "gloo_exit", "fused_ema"],
+                    ["tests/test_torchvision_video.py", "tests/test_torchvision_model_urls.py",
+                     "tests/test_torchvision_get_image_size.py", "tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py"]),
     "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed",
               ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"],
               ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py", "tests/test_attention.py",
@@ -151,8 +152,11 @@ STACKS = {
     # xformers wheels built for another torch (0.0.35: torch 2.10 + CUDA) on the CPU build: no operator loads
     "xformers": (pinned("xformers"), ["0.0.35"], "import xformers.ops", ["xformers_fallback"],
                  ["tests/test_attention.py::test_installed_xformers_without_operators_falls_back_with_its_own_bias_objects"]),
-    "timm": (unconstrained("timm"), ["0.6.13", "0.9.16", "1.0.3", "1.0.31"], "import timm, timm.models.layers",
-             ["timm_layers"], ["tests/test_timm_layers.py"]),
+    # 0.5.4: the last with add_weight_decay and the pooled forward (qk_scale went in 0.4.12); 1.0.16: attn_mask
+    "timm": (unconstrained("timm"), ["0.5.4", "0.6.13", "0.9.16", "1.0.3", "1.0.16", "1.0.31"],
+             "import timm, timm.models.layers", ["timm_layers", "timm_legacy_api"],
+             ["tests/test_timm_layers.py", "tests/test_timm_legacy_api.py",
+              "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[timm_legacy_api]"]),
     "huggingface_hub": (pinned("huggingface_hub"), ["0.25.2", "0.26.5", "0.36.2", "1.0.0", "2.4.0"],
                         "import huggingface_hub", ["hf_hub_legacy"], ["tests/test_hf_hub_legacy.py"]),
     "diffusers": (pinned("diffusers"), ["0.24.0", "0.27.2", "0.28.0", "0.31.0", "0.32.0", "0.33.0", "0.36.0", "0.42.1"],
@@ -167,6 +171,9 @@ STACKS = {
     # PyYAML 5.4.1 and 6.0 have no wheel for this Python and do not build with today's Cython
     "pyyaml": (pinned("pyyaml"), ["6.0.1", "6.0.2", "6.0.3", "6.0.4"], "import yaml", ["yaml_load"],
                ["tests/test_yaml_load.py"]),
+    # 2.0 does not install with today's pip (its metadata); 2.1.2, the first that does, to today's
+    "omegaconf": (pinned("omegaconf"), ["2.1.2", "2.2.3", "2.3.0", "2.4.0"], "import omegaconf", ["omegaconf_legacy_api"],
+                  ["tests/test_omegaconf_legacy_api.py"]),
     # 0.28.1: the last with openai_object (its own class runs the same test); 1.0.0, the last 2.x, today's
     "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
                ["tests/test_openai_object.py"]),

@@ -34,6 +34,8 @@ import os
 import re
 import sys
 
+from zeropatch._versions import installed_version
+
 KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key")
 LAUNCH_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".md", ".txt", ".yaml", ".yml", ".cfg", ".json")
 SKIPPED_FOLDERS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".nox", ".tox", "site-packages",
@@ -240,6 +242,22 @@ class _FileReader(ast.NodeVisitor):
             for pattern, signature, patch in self.options:
                 if signature.kind == "option" and pattern.fullmatch(option):
                     self._found(node, signature, patch)
+
+    def visit_Assert(self, node):
+        """``assert timm.__version__ == "0.3.2"`` (MAE): a release demanded at run time, which no patch meets (zeropatch
+        never reports a version it does not have)."""
+        test = node.test
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.left, ast.Attribute) and test.left.attr == "__version__"
+                and isinstance(test.comparators[0], ast.Constant) and isinstance(test.comparators[0].value, str)):
+            module = self.resolve(test.left.value)
+            wanted, installed = test.comparators[0].value, module and installed_version(module.split(".")[0])
+            if installed and installed != wanted:
+                self.findings.append(Finding(
+                    self.path, node.lineno, self.lines[node.lineno - 1].strip(),
+                    advice=f"asserts {module} {wanted}, {installed} is installed: the script stops here, and no patch "
+                           f"changes a version; run it with python -O (asserts skipped) or delete the line"))
+        self.generic_visit(node)
 
     def visit_Dict(self, node):
         for key in node.keys:

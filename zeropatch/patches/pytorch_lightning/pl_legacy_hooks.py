@@ -296,6 +296,11 @@ PATCH = Patch(
     errors=(r"Support for `(training|validation|test)_epoch_end` has been removed in v2\.0\.0",
             r"on_(train|validation|test)_batch_(start|end)\(\) missing 1 required positional argument: 'dataloader_idx'",
             r"on_train_epoch_end\(\) missing 1 required positional argument: 'outputs'"),
+    unfixable=((r"You called `self\.log\(.+\)` twice in `\w+` with different arguments",
+                "pytorch-lightning 1.4 and later refuse one name logged twice in a hook with different arguments "
+                "(1.0-1.3 let the later call overwrite it: taming-transformers' VQModel.validation_step, "
+                "CompVis/taming-transformers#134); no patch restores that, since the two calls' values would be "
+                "reduced together. Log the name once, or give both calls the same arguments."),),
     looks_for=(*(f"define pytorch_lightning.{base} {hook}" for base in ("LightningModule", "core.LightningModule")
                  for hook in EPOCH_END),
                *(f"define pytorch_lightning.{base} {hook} with dataloader_idx"

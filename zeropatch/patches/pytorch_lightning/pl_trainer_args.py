@@ -15,7 +15,8 @@ Changes, on 2.x (each only where the installed Trainer lacks the name):
   devices without a strategy is ``ddp_spawn`` (1.x's choice); DDP finds unused parameters, as 1.x's did (2.x's
   does not: a module some of whose parameters get no gradient in a step, as several optimizers trained in turn, fails
   in its second step). Renamed keywords map to their successors
-  (``resume_from_checkpoint`` -> ``fit(ckpt_path=)``, ``checkpoint_callback`` -> ``enable_checkpointing``,
+  (``resume_from_checkpoint`` -> ``fit(ckpt_path=)``, ``checkpoint_callback`` -> ``enable_checkpointing``, or, a
+  ``ModelCheckpoint`` given there as 1.0-1.4 took it, into ``callbacks``,
   ``replace_sampler_ddp`` -> ``use_distributed_sampler``, ``weights_summary``, ``progress_bar_refresh_rate`` and
   ``process_position`` to their callbacks, ``max_steps=None`` -> -1, a dict ``accumulate_grad_batches`` ->
   ``GradientAccumulationScheduler``, ...); ones that only tuned what 2.x does anyway are dropped with one log line; one
@@ -133,6 +134,9 @@ def _one(keyword, value, kwargs, added):
     if keyword == "checkpoint_callback":
         if value is None or value is True:
             return None
+        if isinstance(value, pl_callbacks.Callback):  # 1.0-1.4: the checkpoint callback itself (taming's main.py)
+            added.append(value)
+            return f"checkpoint_callback={type(value).__name__}(...) -> callbacks, as 1.0-1.4 used it"
         kwargs["enable_checkpointing"] = bool(value) and kwargs.get("enable_checkpointing", True) is not False
         return f"checkpoint_callback={value!r} -> enable_checkpointing={kwargs['enable_checkpointing']}"
     if keyword == "replace_sampler_ddp":

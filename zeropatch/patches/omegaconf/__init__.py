@@ -1,0 +1,1 @@
+"""Patches for omegaconf: one module per patch, named as the patch."""
