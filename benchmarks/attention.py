@@ -94,7 +94,7 @@ def main():
     samples = interleaved_samples(candidates, args.rounds, setup=clear_gradients)
     print(f"{args.device} {args.dtype}: batch {args.batch} x {args.tokens} tokens, {args.heads} heads x {args.head_dim},"
           f" captions {caption_lengths}; forward + backward; torch {torch.__version__}")
-    choice = _attention._dense_mask_is_faster(q[0], list(zip(starts[0], starts[0][1:], starts[1], starts[1][1:])), None)
+    choice = _attention._dense_mask_is_faster(q[0], _attention.segments_of(*starts), None)
     mebibytes = q.shape[1] * k.shape[1] * q.element_size() / 2 ** 20
     print(f"dense mask: {mebibytes:.1f} MiB; zeropatch chooses {'the dense mask' if choice else 'grouping'}")
     for label, seconds in samples.items():

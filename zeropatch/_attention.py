@@ -74,7 +74,7 @@ def varlen_attention(q, k, v, q_starts, k_starts, *, causal=None, dropout_p=0.0,
     ``q[q_starts[i]:q_starts[i+1]]`` against ``k[k_starts[i]:k_starts[i+1]]`` (starts: Python ints, one more than
     segments). Returns ``[Tq, H, Kv]``. ``dense``: one call with a block-diagonal mask (True), one call per group of
     equal lengths (False), or chosen by device, dtype and the mask's size (None, ``DENSE_MASK_BYTES``)."""
-    segments = [(q_starts[i], q_starts[i + 1], k_starts[i], k_starts[i + 1]) for i in range(len(q_starts) - 1)]
+    segments = segments_of(q_starts, k_starts)
     if len(k_starts) != len(q_starts):
         raise ValueError(f"{len(q_starts) - 1} query segments but {len(k_starts) - 1} key segments")
     q_lengths = {end - start for start, end, _, _ in segments}
@@ -106,6 +106,11 @@ def varlen_attention(q, k, v, q_starts, k_starts, *, causal=None, dropout_p=0.0,
         for row, index in enumerate(members):
             pieces[index] = out[row]
     return torch.cat(pieces) if pieces else q.new_zeros(0, q.shape[1], v.shape[-1])
+
+
+def segments_of(q_starts, k_starts):
+    """``[(q_start, q_end, k_start, k_end)]``, one per segment, from the starts ``varlen_attention`` takes."""
+    return [(q_starts[i], q_starts[i + 1], k_starts[i], k_starts[i + 1]) for i in range(len(q_starts) - 1)]
 
 
 def _dense_mask_is_faster(q, segments, causal):

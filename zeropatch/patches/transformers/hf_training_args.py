@@ -17,13 +17,14 @@ give it the effect it had on transformers 4.5x: ``evaluation_strategy`` is ``eva
 ``transformer_layer_cls_to_wrap`` list, as 4.x put it there; ``logging_dir`` is TensorBoard's directory again
 (``TENSORBOARD_LOGGING_DIR``, which transformers 5 reads) and readable as ``args.logging_dir``;
 ``overwrite_output_dir``, which only scripts read, is readable again as ``args.overwrite_output_dir``;
-``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted; ``report_to=None`` (alpaca-lora
-without wandb) is "all", every installed integration, as 4.x took it (5.x passes None on to the Trainer, which refuses
-it: "ValueError: None is not supported"). Each translation is logged once. Silently, transformers 5 also stopped setting ``local_rank`` when it sets up the device (4.x made it the
-process's local index: 0 in one process, LOCAL_RANK under torchrun); FastChat's ``train_lora.py`` saves its adapter
-only ``if training_args.local_rank == 0``, so on 5.x it trains and saves nothing. For code written for transformers 4
-(its pins decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again; the decision is in the
-job report. An old option with no such successor on the installed release is left to fail as it does. A subclass of
+``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted; ``report_to=None``
+(alpaca-lora without wandb) is "all", every installed integration, as 4.x took it (5.x passes None on to the Trainer,
+which refuses it: "ValueError: None is not supported"). Each translation is logged once. Silently, transformers 5
+also stopped setting ``local_rank`` when it sets up the device (4.x made it the process's local index: 0 in one
+process, LOCAL_RANK under torchrun); FastChat's ``train_lora.py`` saves its adapter only
+``if training_args.local_rank == 0``, so on 5.x it trains and saves nothing. For code written for transformers 4 (its pins
+decide, as for ``hf_checkpoint_dtype``), ``local_rank`` is set as 4.x set it again; the decision is in the job
+report. An old option with no such successor on the installed release is left to fail as it does. A subclass of
 TrainingArguments built with the old keywords directly (not through the parser) is not reached: its own dataclass
 ``__init__`` refuses them first (``unfixable`` says what to pass instead).
 """
