@@ -16,7 +16,10 @@
   every difference is listed with its reason in compat/peer_suites/, or the run fails (tools/peer_suite.py).
 
 The pinned sessions leave out the ordering matrix (tests/test_orderings.py, a third of a session's time): the
-``today`` session runs it whole, and the release sweep runs each stack's patches' cases on every release.
+``today`` session runs it whole, and the release sweep runs each stack's patches' cases on every release. ``today``
+runs first and records the release of every distribution it installed (``.nox/today-releases.json``); a pinned
+session then leaves out the tests of a patch whose library it holds at that same release (tests/conftest.py), since
+``today`` just ran them: it exists for the releases ``today`` does not have. Where ``today`` never ran, a pinned session runs all.
 
 Each test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped. Some install
 an old release beside their own (REFERENCES: transformers 4.49.0 in 0.4.0, torchvision 0.25.0 in today), with which
@@ -33,7 +36,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["tests", "today"]
+nox.options.sessions = ["today", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 CONSTRAINTS = ("-c", "tests/constraints.txt")
@@ -56,7 +59,7 @@ REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 34, "0.4.0": 61, "today": 5}  # no timm / torchvision there: +5 timm_legacy_api, +3
+SKIP_BUDGET = {"0.5.0": 32, "0.4.0": 61, "today": 5}  # no timm / torchvision there: +5 timm_legacy_api, +3
 # torchvision_get_image_size each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3)
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
@@ -103,13 +106,20 @@ def install_references(session, requirements):
     return folders
 
 
-def run_suite(session, required, skip_budget, references=(), ignore=()):
+def today_releases_file(session):
+    """Where the ``today`` session records the release of every distribution it installed (read by the pinned
+    sessions: tests/conftest.py, ``pytest_collection_modifyitems``)."""
+    return os.path.join(os.path.dirname(session.virtualenv.location), "today-releases.json")
+
+
+def run_suite(session, required, skip_budget, references=(), ignore=(), today_releases=""):
     session.run("zeropatch", "status")
     # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway)
     session.run("pytest", *(session.posargs or ["-n", "2", "--durations=15", *(f"--ignore={path}" for path in ignore),
                                                 "tests"]),  # the slowest, for CI's budget
                 env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": str(skip_budget),
-                     "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
+                     "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references),
+                     "ZEROPATCH_TEST_TODAY_RELEASES": today_releases})
 
 
 def install_today_targets(session):
@@ -122,6 +132,10 @@ def install_today_targets(session):
     session.install(".")
     session.run("python", "-c", "import importlib.metadata as m; print('today:', ', '.join("
                 f"f'{{name}} {{m.version(name)}}' for name in {TARGETS!r}))")
+
+
+RECORD_RELEASES = ("import importlib.metadata as m, json, sys; json.dump({d.metadata['Name'].lower().replace('_', '-'): "
+                   "d.version for d in m.distributions()}, open(sys.argv[1], 'w'), indent=1, sort_keys=True)")
 
 
 @nox.session
@@ -140,15 +154,18 @@ def tests(session, colossalai):
     install_cpu_targets(session, colossalai)
     references = install_references(session, REFERENCES.get(colossalai, []))
     # the ordering matrix (a third of a session) runs on today's releases, and per release in the sweep; so do the
-    # Lightning trainings: every session installs the same pytorch-lightning (the constraints' 2.6.6, today's)
+    # Lightning trainings: every session installs the same pytorch-lightning (the constraints' 2.6.6, today's). A
+    # patch's own tests run here only where this session holds its library at another release than `today` did
+    today = today_releases_file(session)
     run_suite(session, REQUIRED[colossalai], SKIP_BUDGET[colossalai], references,
-              ignore=["tests/test_orderings.py", *LIGHTNING_TESTS])
+              ignore=["tests/test_orderings.py", *LIGHTNING_TESTS], today_releases=today if os.path.exists(today) else "")
 
 
 @nox.session
 def today(session):
     """The whole suite on what `pip install` gives today (unpinned), with the versions it got printed first."""
     install_today_targets(session)
+    session.run("python", "-c", RECORD_RELEASES, today_releases_file(session))
     run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"], install_references(session, REFERENCES["today"]))
 
 

@@ -47,6 +47,46 @@ def pytest_sessionfinish(session):
         session.config.pluginmanager.get_plugin("terminalreporter").write_line(over_budget, red=True)
 
 
+TESTED_LIBRARY = {"test_colossalai": "colossalai", "test_hf_local_rank": "transformers"}  # files not named after a patch
+
+
+def tested_library(item):
+    """The distribution whose patch a test is about: its parameter (`test_repros[name]`), its file (`test_<patch>.py`)
+    or TESTED_LIBRARY; None for the tests of zeropatch itself."""
+    from zeropatch._index import PATCHES
+
+    packages = {declaration["name"]: declaration["package"] for _, declaration in PATCHES}
+    stem = Path(str(item.fspath)).stem
+    parameters = getattr(getattr(item, "callspec", None), "params", {})
+    name = parameters.get("name") if parameters.get("name") in packages else stem.removeprefix("test_")
+    return packages.get(name, TESTED_LIBRARY.get(stem))
+
+
+def pytest_collection_modifyitems(config, items):
+    """A pinned session (noxfile.py) exists for the releases it holds that `today` does not. Given the releases the
+    `today` session installed (ZEROPATCH_TEST_TODAY_RELEASES), it leaves out the tests of a patch whose library it
+    holds at that same release: `today` ran them (a library it lacks still runs here: a patch may provide it)."""
+    path = os.environ.get("ZEROPATCH_TEST_TODAY_RELEASES")
+    if not path:
+        return
+    import importlib.metadata
+    import json
+
+    with open(path) as file:
+        today = json.load(file)
+    kept, left_out = [], []
+    for item in items:
+        library = tested_library(item)
+        try:
+            same = library is not None and importlib.metadata.version(library) == today.get(library)
+        except importlib.metadata.PackageNotFoundError:
+            same = False
+        (left_out if same else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 def skips_over_budget(config):
     """A nox session states how many skips it expects (ZEROPATCH_TEST_SKIP_BUDGET: the tests whose target release
     does not have the bug, or lacks what they compare with); more than that fails the run, naming the reasons, so
