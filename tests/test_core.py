@@ -111,6 +111,27 @@ def test_install_uninstall_install_restores_by_identity(sample):
     '''))
 
 
+def test_a_wrapped_method_read_through_its_class_and_stored_back_is_still_the_patch(sample):
+    """DeepSpeed's ``zero.Init`` (ZeRO-3: the HF Trainer's ``--deepspeed`` with stage 3) saves every module class's
+    ``__init__`` as ``cls._old_init = cls.__init__`` and stores it back on exit: wrapt's class-bound copy of a
+    patch's wrapper, not the wrapper itself. It still calls the patch: status says applied, and uninstall puts the
+    original back (before, status said "replaced" and uninstall left the patch in place)."""
+    assert_ok(sample('''
+        import sample_target
+        original = sample_target.Thing.__dict__["size"]
+        zeropatch.install("sample")
+        Thing = sample_target.Thing
+        wrapper, saved = Thing.__dict__["size"], Thing.size
+        assert saved is not wrapper  # wrapt binds it to the class on the way out
+        Thing.size = lambda self: 3
+        Thing.size = saved
+        assert Thing().size() == 2
+        assert zeropatch.status("sample")[0].state == "applied", zeropatch.status("sample")
+        zeropatch.uninstall("sample")
+        assert Thing.__dict__["size"] is original and Thing().size() == 1
+    '''))
+
+
 def test_uninstall_before_the_target_arrives_leaves_it_untouched(sample):
     assert_ok(sample('''
         zeropatch.install("sample")

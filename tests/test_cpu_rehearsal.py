@@ -61,6 +61,53 @@ def test_accelerate_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path, d
     assert counts["Tensor.pin_memory()"] and counts["Tensor.cuda()"], counts
 
 
+ZERO3 = {"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto",
+         "gradient_accumulation_steps": "auto",  # the shape of LLaVA-1.5's scripts/zero3.json
+         "zero_optimization": {"stage": 3, "overlap_comm": True, "contiguous_gradients": True,
+                               "stage3_gather_16bit_weights_on_model_save": True}}
+
+
+@requires("transformers", "deepspeed", "safetensors")
+def test_the_trainers_deepspeed_zero3_launch_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path):
+    """LLaVA-1.5's / FastChat's launch: `torchrun train.py --deepspeed zero3.json --bf16 True --tf32 True` on a
+    float16 checkpoint. Rehearsed on two CPU ranks, the model is built partitioned (DeepSpeed's zero.Init), both ranks
+    train under one ZeRO-3 engine with float32 master weights, save the gathered weights (every tensor moved), and a
+    second launch resumes from the checkpoint; zero.Init's save-and-restore of every module class's __init__ leaves
+    the patches on them applied."""
+    import torch
+    from safetensors.torch import load_file
+
+    made = run_python(f"""
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(0)
+        LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, num_key_value_heads=2)).half().save_pretrained({str(tmp_path / "model")!r})
+    """, env=clean_environment(ZEROPATCH="0"))
+    assert_ok(made)
+    (tmp_path / "zero3.json").write_text(json.dumps(ZERO3))
+    output, report = tmp_path / "output", tmp_path / "report.json"
+    launch = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"), "--model_name_or_path", str(tmp_path / "model"),
+                                    "--output_dir", str(output), "--deepspeed", str(tmp_path / "zero3.json"),
+                                    "--bf16", "True", "--tf32", "True", "--per_device_train_batch_size", "2",
+                                    "--learning_rate", "0.01", "--save_strategy", "steps", "--save_steps", "2",
+                                    "--report_to", "none"]
+    trained = run_command(launch + ["--max_steps", "2"], env=clean_environment(ZEROPATCH_REPORT=str(report)),
+                          step="ZeRO-3 Trainer rehearsed on 2 ranks")
+    assert_ok(trained)
+    for rank in (0, 1):
+        line = f"rank {rank} of 2: DeepSpeedEngine, ZeRO stage 3, resumed False, step 2, master weights ['torch.float32']"
+        assert line in trained.stdout, trained.stdout
+    states = json.loads(report.read_text())["patches"]["hf_post_init"]["states"]
+    assert states.get("applied") == 2 and "skipped" not in states, states  # on both ranks' model classes
+    before, after = load_file(tmp_path / "model" / "model.safetensors"), load_file(output / "model.safetensors")
+    assert before.keys() == after.keys()
+    assert [name for name in before if torch.equal(before[name].float(), after[name].float())] == [], "untrained"
+    resumed = run_command(launch + ["--max_steps", "3"], env=clean_environment(), step="ZeRO-3 Trainer resumed")
+    assert_ok(resumed)
+    assert resumed.stdout.count("ZeRO stage 3, resumed True, step 3") == 2, resumed.stdout
+
+
 @requires("accelerate")
 def test_without_the_rehearsal_accelerate_sees_one_rank_each_and_the_script_stops(tmp_path):
     """The control: the same launch without --cpu stops at the GPU assertion, and accelerate without a GPU gives

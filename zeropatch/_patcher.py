@@ -84,7 +84,7 @@ class Patcher:
         """The changes that no longer hold the value this patcher set (someone replaced them since; a wrapper stacked
         on ours, another patch's on the same method, still holds it)."""
         return [(owner, attr) for owner, attr, _, value in self.changes()
-                if vars(owner).get(attr, _ABSENT) is not value and _stacked_on(vars(owner).get(attr), value) is None]
+                if not _holds(vars(owner).get(attr, _ABSENT), value) and _stacked_on(vars(owner).get(attr), value) is None]
 
     def revert(self):
         """Undo every change, newest first. Where a wrapper was stacked on ours since (another patch on the same
@@ -98,7 +98,7 @@ class Patcher:
             owner, attr, original, value = step
             inner = value.__wrapped__ if any(value is ours for ours in self._wrappers) else original
             current = vars(owner).get(attr, _ABSENT)
-            if current is not value:
+            if not _holds(current, value):
                 above = _stacked_on(current, value)
                 if above is not None:
                     above.__wrapped__ = inner
@@ -173,6 +173,13 @@ class _PutBack:
         if self.previous is not None:
             return self.previous(attr)
         raise AttributeError(f"module {self.module_name!r} has no attribute {attr!r}")
+
+
+def _holds(current, value):
+    """Whether ``current`` is the value a patch set: itself, or a wrapper of ours read through its class and stored
+    back (``cls._old = cls.__init__`` ... ``cls.__init__ = cls._old``, as DeepSpeed's ``zero.Init`` does with every
+    module class's ``__init__``): wrapt's class-bound copy of it, which calls the same wrapper."""
+    return current is value or (hasattr(value, "_self_wrapper") and getattr(current, "_self_parent", None) is value)
 
 
 def _stacked_on(current, value):
