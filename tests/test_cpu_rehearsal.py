@@ -67,16 +67,28 @@ ZERO3 = {"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto", 
                                "stage3_gather_16bit_weights_on_model_save": True}}
 
 
+TRAINER_LAUNCHES = {  # the HF Trainer's sharded launches -> what each rank trains under
+    "deepspeed-zero3": (lambda folder: ["--deepspeed", str(folder / "zero3.json")], "DeepSpeedEngine, ZeRO stage 3"),
+    "fsdp": (lambda folder: ["--fsdp", "full_shard auto_wrap", "--fsdp_transformer_layer_cls_to_wrap",
+                             "LlamaDecoderLayer"], "FSDP2, parameters DTensor"),
+}
+
+
 @requires("transformers", "deepspeed", "safetensors")
-def test_the_trainers_deepspeed_zero3_launch_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path):
-    """LLaVA-1.5's / FastChat's launch: `torchrun train.py --deepspeed zero3.json --bf16 True --tf32 True` on a
-    float16 checkpoint. Rehearsed on two CPU ranks, the model is built partitioned (DeepSpeed's zero.Init), both ranks
-    train under one ZeRO-3 engine with float32 master weights, save the gathered weights (every tensor moved), and a
-    second launch resumes from the checkpoint; zero.Init's save-and-restore of every module class's __init__ leaves
-    the patches on them applied."""
+@pytest.mark.parametrize("launch", list(TRAINER_LAUNCHES))
+def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tmp_path, launch):
+    """LLaVA-1.5's launch, `torchrun train.py --deepspeed zero3.json --bf16 True --tf32 True`, and stanford_alpaca's /
+    FastChat's, `--fsdp "full_shard auto_wrap" --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer`, on a float16
+    checkpoint. Rehearsed on two CPU ranks, both ranks train sharded — under one ZeRO-3 engine with the model built
+    partitioned (DeepSpeed's zero.Init), or under FSDP2 over gloo (accelerate alone would wrap the model in DDP on
+    the CPU) — with float32 master weights, save the gathered weights (every tensor moved), and a second launch
+    resumes from the checkpoint. zero.Init's save-and-restore of every module class's __init__ leaves the patches on
+    them applied."""
     import torch
     from safetensors.torch import load_file
 
+    if launch == "fsdp" and distribution_version("transformers") < (5,):
+        pytest.skip("transformers 4 runs FSDP1 for --fsdp, which refuses CPU ranks (no accelerator device)")
     made = run_python(f"""
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -87,25 +99,30 @@ def test_the_trainers_deepspeed_zero3_launch_trains_saves_and_resumes_on_two_cpu
     assert_ok(made)
     (tmp_path / "zero3.json").write_text(json.dumps(ZERO3))
     output, report = tmp_path / "output", tmp_path / "report.json"
-    launch = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"), "--model_name_or_path", str(tmp_path / "model"),
-                                    "--output_dir", str(output), "--deepspeed", str(tmp_path / "zero3.json"),
-                                    "--bf16", "True", "--tf32", "True", "--per_device_train_batch_size", "2",
-                                    "--learning_rate", "0.01", "--save_strategy", "steps", "--save_steps", "2",
-                                    "--report_to", "none"]
-    trained = run_command(launch + ["--max_steps", "2"], env=clean_environment(ZEROPATCH_REPORT=str(report)),
-                          step="ZeRO-3 Trainer rehearsed on 2 ranks")
+    options, trained_under = TRAINER_LAUNCHES[launch]
+    command = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"), "--model_name_or_path", str(tmp_path / "model"),
+                                     "--output_dir", str(output), *options(tmp_path),
+                                     "--bf16", "True", "--tf32", "True", "--per_device_train_batch_size", "2",
+                                     "--learning_rate", "0.01", "--save_strategy", "steps", "--save_steps", "2",
+                                     "--report_to", "none"]
+    trained = run_command(command + ["--max_steps", "2"], env=clean_environment(ZEROPATCH_REPORT=str(report)),
+                          step=f"the Trainer's {launch} launch rehearsed on 2 ranks")
     assert_ok(trained)
     for rank in (0, 1):
-        line = f"rank {rank} of 2: DeepSpeedEngine, ZeRO stage 3, resumed False, step 2, master weights ['torch.float32']"
+        line = f"rank {rank} of 2: {trained_under}, resumed False, step 2, master weights ['torch.float32']"
         assert line in trained.stdout, trained.stdout
-    states = json.loads(report.read_text())["patches"]["hf_post_init"]["states"]
-    assert states.get("applied") == 2 and "skipped" not in states, states  # on both ranks' model classes
+    reported = json.loads(report.read_text())
+    states = reported["patches"]["hf_post_init"]["states"]
+    assert "skipped" not in states, states  # applied on both ranks' model classes (not needed on transformers 4)
     before, after = load_file(tmp_path / "model" / "model.safetensors"), load_file(output / "model.safetensors")
     assert before.keys() == after.keys()
     assert [name for name in before if torch.equal(before[name].float(), after[name].float())] == [], "untrained"
-    resumed = run_command(launch + ["--max_steps", "3"], env=clean_environment(), step="ZeRO-3 Trainer resumed")
+    if launch == "fsdp":
+        counts = reported["reports"]["cpu_rehearsal"]["counts"]
+        assert counts["accelerate: FSDP2 over the CPU ranks (gloo), as the launch asked"] == 2, counts
+    resumed = run_command(command + ["--max_steps", "3"], env=clean_environment(), step=f"the {launch} launch resumed")
     assert_ok(resumed)
-    assert resumed.stdout.count("ZeRO stage 3, resumed True, step 3") == 2, resumed.stdout
+    assert resumed.stdout.count(f"{trained_under}, resumed True, step 3") == 2, resumed.stdout
 
 
 @requires("accelerate")

@@ -98,6 +98,8 @@ REPROS = {
                      "repro: LambdaLR on DummyOptim drove DeepSpeed's optimizer"),
     "ds_config_keys": (("torch", "deepspeed"), None, "all", {}, None, None,
                        "repro: the legacy ds_config trained 2 bf16 steps under ZeRO-2"),
+    "ds_module_cast": (("torch", "deepspeed"), None, "all", {}, lambda: distribution_version("deepspeed") >= (0, 19, 2),
+                       None, "repro: ZeRO-3 trained 2 bf16 steps with a projector added after zero.Init"),
     "ds_launcher_env": (("deepspeed",), None, "all", {}, None, r"does not forward ZEROPATCH to the other nodes",
                         "repro: the launcher forwards ZEROPATCH=all to every node"),
     "torchvision_video": (("torch", "torchvision", "av"), None, "all", {},

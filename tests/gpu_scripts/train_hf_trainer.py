@@ -1,7 +1,7 @@
 """A 2023 LLM fine-tuner written the FastChat / LLaVA-1.5 way (their train.py, reduced): it asserts a GPU, reads the
-HF Trainer's options from its command line (the launch passes --deepspeed with a ZeRO-3 config, --bf16 True, --tf32
-True), loads a float16 checkpoint with from_pretrained, trains and saves, resuming when the output folder holds a
-checkpoint (as FastChat's train.py does). It prints what trained, for the test to check."""
+HF Trainer's options from its command line (the launch passes --deepspeed with a ZeRO-3 config or --fsdp "full_shard
+auto_wrap", --bf16 True, --tf32 True), loads a float16 checkpoint with from_pretrained, trains and saves, resuming when
+the output folder holds a checkpoint (as FastChat's train.py does). It prints what trained, for the test to check."""
 
 import pathlib
 from dataclasses import dataclass, field
@@ -26,11 +26,16 @@ def main():
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_state()
     trainer.save_model(training_args.output_dir)
-    engine = trainer.model_wrapped
-    masters = sorted({str(flat.dtype) for flat in engine.optimizer.fp32_partitioned_groups_flat})
-    print(f"rank {training_args.process_index} of {training_args.world_size}: {type(engine).__name__}, ZeRO stage "
-          f"{engine.zero_optimization_stage()}, resumed {resume}, step {trainer.state.global_step}, master weights "
-          f"{masters}", flush=True)
+    wrapped = trainer.model_wrapped
+    if hasattr(wrapped, "zero_optimization_stage"):
+        how = f"DeepSpeedEngine, ZeRO stage {wrapped.zero_optimization_stage()}"
+        masters = {str(flat.dtype) for flat in wrapped.optimizer.fp32_partitioned_groups_flat}
+    else:
+        fsdp2 = isinstance(wrapped, torch.distributed.fsdp.FSDPModule)
+        how = f"{'FSDP2' if fsdp2 else type(wrapped).__name__}, parameters {type(next(wrapped.parameters())).__name__}"
+        masters = {str(p.dtype) for group in trainer.optimizer.param_groups for p in group["params"]}
+    print(f"rank {training_args.process_index} of {training_args.world_size}: {how}, resumed {resume}, step "
+          f"{trainer.state.global_step}, master weights {sorted(masters)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ torch.cuda.is_available()``, ``dist.init_process_group("nccl")``, ``torch.cuda.s
 ``.cuda()``, ``device="cuda"``, ``model.to(rank)``, ``DDP(model, device_ids=[rank])``, ``pin_memory()``,
 ``torch.load`` of GPU-saved weights, ``torch.autocast("cuda")``; accelerate >= 1.0 without a GPU sets up no
 multi-process state unless told ``cpu=True`` (which turns DeepSpeed off), so ranks train unsynchronised and
-DeepSpeed sees one rank each; Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the
+DeepSpeed sees one rank each, and it takes FSDP on GPUs only (an ``--fsdp`` launch trains under DDP, silently); Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the
 HF Trainer's launch options refuse a CPU: "Your setup doesn't support bf16/gpu" (transformers >= 5), "--tf32 requires
 Ampere or a newer GPU arch".
 
@@ -18,7 +18,8 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   ``GradScaler("cuda")`` (to their CPU forms, the same dtype) and DDP's ``device_ids`` follow the same rule.
 - ``torch.cuda``'s queries answer the script's own code (not torch's or a library's) as one GPU per local rank;
   ``synchronize``, streams, events (timed with the CPU clock), memory statistics and RNG states become their CPU
-  forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed.
+  forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed, and
+  FSDP2 where the launch asks for FSDP (the HF Trainer's ``--fsdp``; accelerate takes FSDP on GPUs only).
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
   ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU. The Trainer's
   ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls. A Lightning
@@ -117,7 +118,39 @@ def _on_accelerate(patcher, state):
         return backend, distributed_type
 
     patcher.wrap(partial_state, "_prepare_backend", multi_cpu_when_launched)
-    return "a launched job gets accelerate's multi-CPU state (gloo, DDP / DeepSpeed over every rank)"
+    fsdp = _fsdp_on_the_cpu(patcher, state)
+    return "a launched job gets accelerate's multi-CPU state (gloo, DDP / DeepSpeed over every rank" + fsdp + ")"
+
+
+def _fsdp_on_the_cpu(patcher, state):
+    """accelerate takes the FSDP a launch asks for (the HF Trainer's ``--fsdp``, ``accelerate launch --use_fsdp``) only
+    on GPUs: on the multi-CPU state it wraps in DDP instead, silently. FSDP2 (``fully_shard``, transformers 5's
+    meaning of ``--fsdp "full_shard auto_wrap"``) runs on CPU ranks over gloo: the state takes it there, as accelerate's
+    GPU branch does. FSDP1 is left as it is (its plugin refuses a machine without an accelerator)."""
+    accelerator_state = getattr(state, "AcceleratorState", None)
+    distributed = getattr(state, "DistributedType", None)
+    if accelerator_state is None or not hasattr(distributed, "FSDP"):
+        return ""
+    import inspect
+
+    signature = inspect.signature(accelerator_state.__init__)
+    if "fsdp_plugin" not in signature.parameters:
+        return ""
+
+    def fsdp_asked_for(wrapped, instance, args, kwargs):
+        fresh = not accelerator_state._shared_state
+        wrapped(*args, **kwargs)
+        plugin = signature.bind(instance, *args, **kwargs).arguments.get("fsdp_plugin")
+        if fresh and instance.distributed_type == distributed.MULTI_CPU and getattr(plugin, "fsdp_version", 1) == 2:
+            instance.distributed_type = distributed.FSDP
+            if instance._mixed_precision != "no":
+                plugin.set_mixed_precision(instance._mixed_precision)
+            instance.fsdp_plugin = plugin
+            state.PartialState._shared_state["distributed_type"] = instance.distributed_type
+            count("accelerate: FSDP2 over the CPU ranks (gloo), as the launch asked")
+
+    patcher.wrap(accelerator_state, "__init__", fsdp_asked_for)
+    return "; FSDP2 where the launch asks for FSDP"
 
 
 def _on_t5(patcher, modeling_t5):
