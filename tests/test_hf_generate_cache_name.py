@@ -1,6 +1,7 @@
 """hf_generate_cache_name on the real transformers: models written the 4.x way - a forward naming past_key_values
 (strict, or taking **kwargs), a LLaVA-style prepare_inputs_for_generation override with an extra input - generate
-exactly the tokens transformers' own model generates from the same weights, greedy and sampled. On 5.24 without
+exactly the tokens transformers' own model generates from the same weights: greedy and sampled from token ids, and
+from embeddings as LLaVA's generate hands its prompt over. On 5.24 without
 zeropatch the strict one fails ("unexpected keyword argument 'cache'") and the **kwargs one generates other tokens,
 silently; up to 5.23 they need nothing and the patch says not-needed. transformers' own models are untouched."""
 
@@ -51,7 +52,10 @@ def generate(model, **extra):
     torch.manual_seed(1)
     greedy = model.generate(prompt, max_new_tokens=8, do_sample=False, **extra)
     sampled = model.generate(prompt, max_new_tokens=8, do_sample=True, top_k=0, **extra)
-    return torch.cat([greedy, sampled])
+    with torch.no_grad():  # as LLaVA's generate hands over the prompt: embedded (the image features spliced in)
+        embedded = model.generate(inputs_embeds=model.model.embed_tokens(prompt), max_new_tokens=8, do_sample=False,
+                                  **extra)
+    return torch.cat([greedy, sampled, torch.cat([prompt, embedded], 1)])
 want = generate(base)
 '''
 

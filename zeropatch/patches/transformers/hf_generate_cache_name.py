@@ -35,6 +35,7 @@ def _names_only_the_old(function):
 
 
 def _with_the_old_name(prepare):
+    @functools.wraps(prepare)  # generate reads its parameters (whether it takes inputs_embeds, ...)
     def prepare_as_before(*args, **kwargs):
         if NEW in kwargs and _names_only_the_old(getattr(prepare, "__func__", prepare)):
             kwargs[OLD] = kwargs.pop(NEW)
