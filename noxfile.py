@@ -158,7 +158,8 @@ def tests(session, colossalai):
     # patch's own tests run here only where this session holds its library at another release than `today` did
     today = today_releases_file(session)
     run_suite(session, REQUIRED[colossalai], SKIP_BUDGET[colossalai], references,
-              ignore=["tests/test_orderings.py", *LIGHTNING_TESTS], today_releases=today if os.path.exists(today) else "")
+              ignore=["tests/test_orderings.py", *LIGHTNING_TESTS],
+              today_releases=today if os.path.exists(today) else "")
 
 
 @nox.session

@@ -93,14 +93,16 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
         torch.manual_seed(0)
-        LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, num_key_value_heads=2)).half().save_pretrained({str(tmp_path / "model")!r})
+        config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                             num_attention_heads=2, num_key_value_heads=2)
+        LlamaForCausalLM(config).half().save_pretrained({str(tmp_path / "model")!r})
     """, env=clean_environment(ZEROPATCH="0"))
     assert_ok(made)
     (tmp_path / "zero3.json").write_text(json.dumps(ZERO3))
     output, report = tmp_path / "output", tmp_path / "report.json"
     options, trained_under = TRAINER_LAUNCHES[launch]
-    command = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"), "--model_name_or_path", str(tmp_path / "model"),
+    command = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"),
+                                     "--model_name_or_path", str(tmp_path / "model"),
                                      "--output_dir", str(output), *options(tmp_path),
                                      "--bf16", "True", "--tf32", "True", "--per_device_train_batch_size", "2",
                                      "--learning_rate", "0.01", "--save_strategy", "steps", "--save_steps", "2",

@@ -12,7 +12,8 @@ import pytest
 from conftest import assert_ok, clean_environment, distribution_version, requires, run_command
 
 pytestmark = [requires("torch", "deepspeed"),
-              pytest.mark.skipif((distribution_version("deepspeed") or (0,)) < (0, 19, 2), reason="deepspeed >= 0.19.2")]
+              pytest.mark.skipif((distribution_version("deepspeed") or (0,)) < (0, 19, 2),
+                                 reason="deepspeed >= 0.19.2")]
 
 SCRIPT = '''
 import json, os, sys, torch, zeropatch

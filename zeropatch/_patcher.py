@@ -84,7 +84,8 @@ class Patcher:
         """The changes that no longer hold the value this patcher set (someone replaced them since; a wrapper stacked
         on ours, another patch's on the same method, still holds it)."""
         return [(owner, attr) for owner, attr, _, value in self.changes()
-                if not _holds(vars(owner).get(attr, _ABSENT), value) and _stacked_on(vars(owner).get(attr), value) is None]
+                if not _holds(vars(owner).get(attr, _ABSENT), value)
+                and _stacked_on(vars(owner).get(attr), value) is None]
 
     def revert(self):
         """Undo every change, newest first. Where a wrapper was stacked on ours since (another patch on the same

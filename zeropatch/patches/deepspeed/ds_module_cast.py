@@ -73,7 +73,8 @@ def apply(patcher, engine_module):
 
     expected = {"param_dtype", "buffer_dtype", "is_zero_init_model"}
     if not expected <= set(inspect.signature(engine._cast_module_mixed_precision).parameters):
-        raise Skip("DeepSpeedEngine._cast_module_mixed_precision takes other arguments than " + ", ".join(sorted(expected)))
+        raise Skip("DeepSpeedEngine._cast_module_mixed_precision takes other arguments than "
+                   + ", ".join(sorted(expected)))
     decision = decide("deepspeed", CHANGED_IN)
     patcher.wrap(engine, "_cast_module_mixed_precision", _cast_as_the_whole_module_was)
     contract = "cast as <= 0.19.1 (old contract)" if decision.legacy else "kept (0.19.2's contract)"

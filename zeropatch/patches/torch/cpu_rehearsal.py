@@ -5,9 +5,9 @@ torch.cuda.is_available()``, ``dist.init_process_group("nccl")``, ``torch.cuda.s
 ``.cuda()``, ``device="cuda"``, ``model.to(rank)``, ``DDP(model, device_ids=[rank])``, ``pin_memory()``,
 ``torch.load`` of GPU-saved weights, ``torch.autocast("cuda")``; accelerate >= 1.0 without a GPU sets up no
 multi-process state unless told ``cpu=True`` (which turns DeepSpeed off), so ranks train unsynchronised and
-DeepSpeed sees one rank each, and it takes FSDP on GPUs only (an ``--fsdp`` launch trains under DDP, silently); Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the
-HF Trainer's launch options refuse a CPU: "Your setup doesn't support bf16/gpu" (transformers >= 5), "--tf32 requires
-Ampere or a newer GPU arch".
+DeepSpeed sees one rank each, and it takes FSDP on GPUs only (an ``--fsdp`` launch trains under DDP, silently);
+Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the HF Trainer's launch options
+refuse a CPU: "Your setup doesn't support bf16/gpu" (transformers >= 5), "--tf32 requires Ampere or a newer GPU arch".
 
 Changes, in one rule: the script is told it has one GPU per local rank; the libraries, which set themselves up
 from what the machine has, are told the truth (a CPU); everything asked of "the GPU" lands on the CPU.

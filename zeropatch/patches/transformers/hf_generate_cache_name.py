@@ -1,4 +1,4 @@
-"""hf_generate_cache_name: ``generate`` hands a model whose ``forward`` names ``past_key_values`` its cache by that name.
+"""hf_generate_cache_name: ``generate`` gives a model whose ``forward`` names ``past_key_values`` its cache so named.
 
 Breaks: transformers 5.24 renamed the key-value cache ``past_key_values`` to ``cache`` throughout: ``generate`` now
 calls ``prepare_inputs_for_generation(..., cache=...)`` and ``forward(..., cache=...)``. A model class of its own
