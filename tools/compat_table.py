@@ -78,15 +78,16 @@ def readme_section(results):
              f"{minutes} min. **verified**: the repro fails without zeropatch with the documented error and passes with "
              "it, the patch applied; **not-needed**: the repro passes without zeropatch and the patch reports "
              "not-needed; **applied, not forced**: the patch applies, the repro cannot force the bug on that "
-             "release; **tests**: the patch's other tests on that release.", ""]
+             "release; **not swept**: that release's row is from a sweep before the patch existed; **tests**: the "
+             "patch's other tests on that release.", ""]
     for stack, result in results.items():
         package = STACK_PACKAGE[stack]
-        patches = list(result["rows"][0]["patches"])
+        patches = list(dict.fromkeys(patch for row in result["rows"] for patch in row["patches"]))  # a newer one: later
         lines += [f"**{package}** (with {environment_line(result['rows'], package) or 'the stack of its first release'})",
                   "", "| release | " + " | ".join(f"`{patch}`" for patch in patches) + " | tests |",
                   "| --- | " + " | ".join("---" for _ in patches) + " | --- |"]
         for row in result["rows"]:
-            cells = [cell(row["patches"][patch]) for patch in patches]
+            cells = [cell(row["patches"][patch]) if patch in row["patches"] else "not swept" for patch in patches]
             lines.append(f"| {release_label(row, package, stack)} | " + " | ".join(cells) + f" | {tests_cell(row)} |")
         lines.append("")
     return "\n".join(lines + [README_END])
