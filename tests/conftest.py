@@ -50,12 +50,9 @@ def pytest_sessionfinish(session):
 TESTED_LIBRARY = {"test_colossalai": "colossalai", "test_hf_local_rank": "transformers"}  # files not named after a patch
 
 
-def tested_library(item):
-    """The distribution whose patch a test is about: its parameter (`test_repros[name]`), its file (`test_<patch>.py`)
-    or TESTED_LIBRARY; None for the tests of zeropatch itself."""
-    from zeropatch._index import PATCHES
-
-    packages = {declaration["name"]: declaration["package"] for _, declaration in PATCHES}
+def tested_library(item, packages):
+    """The distribution whose patch a test is about (``packages``: patch name -> distribution): its parameter
+    (`test_repros[name]`), its file (`test_<patch>.py`) or TESTED_LIBRARY; None for the tests of zeropatch itself."""
     stem = Path(str(item.fspath)).stem
     parameters = getattr(getattr(item, "callspec", None), "params", {})
     name = parameters.get("name") if parameters.get("name") in packages else stem.removeprefix("test_")
@@ -72,11 +69,14 @@ def pytest_collection_modifyitems(config, items):
     import importlib.metadata
     import json
 
+    from zeropatch._index import PATCHES
+
     with open(path) as file:
         today = json.load(file)
+    packages = {declaration["name"]: declaration["package"] for _, declaration in PATCHES}
     kept, left_out = [], []
     for item in items:
-        library = tested_library(item)
+        library = tested_library(item, packages)
         try:
             same = library is not None and importlib.metadata.version(library) == today.get(library)
         except importlib.metadata.PackageNotFoundError:

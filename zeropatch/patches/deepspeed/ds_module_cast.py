@@ -16,9 +16,8 @@ chooses; for other code they stay, and the first engine that keeps one says so o
 and the counts are in the job report.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, version_tuple, warn_once
+from zeropatch._core import NotNeeded, Patch, Skip, installed_version, version_tuple, warn_once
 from zeropatch._legacy import ENV_LEGACY, Tally, decide, decided
-from zeropatch._versions import installed_version
 
 CHANGED_IN = "0.19.2"
 LATE_PARAMETERS = "parameters made after zero.Init cast to the engine's dtype, as module.half() / bfloat16() did"
