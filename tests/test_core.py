@@ -337,6 +337,36 @@ print("ok")
 '''))
 
 
+def test_a_library_that_is_not_installed_is_never_provided():
+    """Patch(provides=(module, ...)): only the named targets (modules a release removed) are created when no finder
+    finds them, never the library's package itself: where the library is not installed, ``try: import lib`` fails as
+    it would have and no patch sees an empty module (evaluate's ``try: from transformers.pipelines import ...`` once
+    made transformers_adamw fail on a machine without transformers)."""
+    assert_ok(run_python('''
+import sys, zeropatch
+from zeropatch import _core
+seen = []
+def fill(patcher, module):
+    seen.append(module.__name__)
+    patcher.set(module, "answer", 42)
+_core.register(_core.Patch("half_provider", summary="s", package="zp_absent_lib", affected="all",
+                           targets=("zp_absent_lib", "zp_absent_lib.gone"), apply=fill, provides=("zp_absent_lib.gone",)))
+_core.register(_core.Patch("watcher", summary="s", package="zp_absent_lib", affected="all", targets=("zp_absent_lib",),
+                           apply=fill))
+zeropatch.install("half_provider", "watcher")
+for name in ("zp_absent_lib", "zp_absent_lib.gone"):
+    try:
+        __import__(name)
+    except ModuleNotFoundError as error:
+        assert error.name == "zp_absent_lib", error
+    else:
+        raise AssertionError(f"{name} was provided though its library is not installed")
+assert not seen and "zp_absent_lib" not in sys.modules, seen
+assert {record.name: record.state for record in zeropatch.status()}["watcher"] == "waiting"
+print("ok")
+'''))
+
+
 def test_the_index_is_what_the_patch_modules_declare():
     """zeropatch/_index.py (what `import zeropatch` reads instead of importing every patch module) is exactly what
     tools/write_index.py writes from the modules' own declarations: run it after changing one."""

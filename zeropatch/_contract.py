@@ -28,9 +28,11 @@ class Patch:
     apply(patcher, module) changes the target through ``patcher`` (so that revert restores every
     original by identity) and may return a short detail for the log line; it raises Skip or
     NotNeeded to decline. ``targets`` is a tuple of module names, or a callable returning one
-    (evaluated at install time, for targets named by configuration). ``provides``: the targets are modules that
-    newer releases removed; when no finder finds one, zeropatch creates it empty and ``apply`` fills it (see
-    ``is_provided``); if ``apply`` declines, the import fails as it would have. ``unfixable``: (error pattern, advice)
+    (evaluated at install time, for targets named by configuration). ``provides``: True (every target) or the names of
+    the targets that are modules newer releases removed; when no finder finds one, zeropatch creates it empty and
+    ``apply`` fills it (see ``is_provided``); if ``apply`` declines, the import fails as it would have. A target that is
+    not among them (a package the library still has) is never created: where the library is not installed, its
+    import fails as it would have, and no patch sees an empty module. ``unfixable``: (error pattern, advice)
     pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
     what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
     callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
@@ -61,6 +63,11 @@ class Patch:
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)
+
+
+def provided_modules(patch):
+    """The targets of ``patch`` (a ``Patch`` or an indexed one) that zeropatch creates when no finder finds them."""
+    return patch.target_modules() if patch.provides is True else tuple(patch.provides or ())
 
 
 class PatchStatus:

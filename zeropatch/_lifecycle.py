@@ -6,7 +6,7 @@ import os
 import sys
 
 from zeropatch._config import ENV_DISABLE, ENV_RUN_DIR, ENV_SELECT, _check_names, parse_disable, parse_selection, strict
-from zeropatch._contract import APPLIED, FAILED, NOT_NEEDED, SKIPPED, NotNeeded, PatchError, Skip
+from zeropatch._contract import APPLIED, FAILED, NOT_NEEDED, SKIPPED, NotNeeded, PatchError, Skip, provided_modules
 from zeropatch._hooks import _WATCHER, _forget_provided, _unwatch, _watch, is_provided
 from zeropatch._log import _rank, logger, warn_once
 from zeropatch._patcher import Patcher
@@ -101,8 +101,9 @@ def _start(entry, explicit):
         return
     callback = _callback_for(entry)
     _CALLBACKS[entry.patch.name] = callback
+    provided = provided_modules(entry.patch)
     for module_name in entry.patch.target_modules():
-        _watch(module_name, callback, entry.patch.provides)
+        _watch(module_name, callback, module_name in provided)
     for module_name in entry.patch.target_modules():
         module = sys.modules.get(module_name)
         if module is not None:

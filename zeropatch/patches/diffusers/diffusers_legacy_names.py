@@ -175,7 +175,7 @@ PATCH = Patch(
     package="diffusers",
     affected="0.24.0-0.42.1 (swept; name by name: randn_tensor left diffusers.utils before 0.24)",
     targets=("diffusers.utils", MODELS + "embeddings", MODELS + "attention_processor", *(MODELS + old for old in MOVED)),
-    provides=True,
+    provides=tuple(MODELS + old for old in MOVED),
     apply=apply,
     errors=(r"cannot import name '(CaptionProjection|CombinedTimestepSizeEmbeddings|PositionNet)' from "
             r"'diffusers\.models\.embeddings'",

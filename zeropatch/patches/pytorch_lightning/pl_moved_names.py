@@ -140,7 +140,7 @@ PATCH = Patch(
     package="pytorch-lightning",
     affected="2.0.0-2.6.6 (swept; utilities.distributed went in 2.0, TestTubeLogger before it)",
     targets=(*(PACKAGE + name for name in PROVIDED), *(PACKAGE + name for name in PUT_BACK)),
-    provides=True,
+    provides=tuple(PACKAGE + name for name in PROVIDED),
     apply=apply,
     errors=(r"No module named 'pytorch_lightning\.(" + "|".join(name.replace(".", r"\.") for name in PROVIDED) + ")'",
             r"module 'pytorch_lightning\.loggers' has no attribute '(TestTubeLogger|LightningLoggerBase)'",

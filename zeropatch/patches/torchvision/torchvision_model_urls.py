@@ -103,7 +103,7 @@ PATCH = Patch(
     package="torchvision",
     affected="0.25.0-0.29.2 (swept; the module and the dictionaries went in earlier releases)",
     targets=(UTILS, *MODULES),
-    provides=True,
+    provides=(UTILS,),
     apply=apply,
     errors=(r"No module named 'torchvision\.models\.utils'",
             r"cannot import name 'model_urls' from 'torchvision\.models\.",

@@ -177,7 +177,7 @@ PATCH = Patch(
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
-    provides=True,
+    provides=("transformers.deepspeed",),
     apply=apply,
     errors=(r"cannot import name 'deepspeed' from 'transformers'",
             r"No module named 'transformers\.deepspeed'",
