@@ -1,14 +1,16 @@
 """Test environments, each with the real targets on CPU (gloo), built once and reused.
 
 - ``tests(colossalai='0.5.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.5.0 (new optimizer API),
-  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources).
+  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources) / datasets 5.
 - ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
-  transformers / peft it pins, pandas 2, numpy 1.26 and setuptools 81 (the last with pkg_resources): where the
+  transformers / peft it pins, pandas 2, numpy 1.26, setuptools 81 (the last with pkg_resources) and datasets 2.21
+  (the last with load_metric): where the
   newer patches must report ``not-needed``, and the pkg_resources stand-in is compared with the real one. No
   xformers: the opt-in xformers_sdpa provides it.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers; colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
+  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers, datasets, evaluate;
+  colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
@@ -45,22 +47,24 @@ LEGACY_DIFFUSERS = "diffusers==0.24.0"  # Latte's pin, which imports what huggin
 STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools / xformers stack it is tested with
     "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
               "xformers==0.0.35",  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
-              LEGACY_DIFFUSERS],
+              LEGACY_DIFFUSERS, "datasets==5.2.0"],
     "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0",
-              LEGACY_DIFFUSERS],
+              LEGACY_DIFFUSERS, "datasets==2.21.0",  # the last datasets with its own load_metric
+              "pyarrow==21.0.0"],  # one that loads on numpy 1.26 (pyarrow 26 needs numpy 2)
 }  # (no xformers with 0.4.0: there, xformers_sdpa provides it)
 MMCV = "mmcv==1.7.0"
 MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 25.3: the isolated build environment
 DEEPSPEED = "deepspeed==0.19.8"
 TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
 REQUIRED_CPU = ("torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning,"
-                "tensorboardX")
+                "tensorboardX,datasets,evaluate")
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 32, "0.4.0": 62, "today": 5}  # no timm / torchvision there: +5 timm_legacy_api, +3
-# torchvision_get_image_size each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +1 the Trainer's FSDP1 rehearsal
+SKIP_BUDGET = {"0.5.0": 32, "0.4.0": 68, "today": 5}  # no timm / torchvision there: +5 timm_legacy_api, +3
+# torchvision_get_image_size each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +1 the Trainer's FSDP1 rehearsal,
+# +6 the datasets patches' tests of what datasets >= 3.0 lacks (datasets 2.21.0 there: their repros run not-needed)
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
 PILLOW_9 = "pillow==9.5.0"  # the last Pillow with textsize / getsize (pillow_aliases)
@@ -68,7 +72,7 @@ REFERENCES = {"0.5.0": [PILLOW_9],
               "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
               "today": ["torchvision==0.25.0", PILLOW_9]}  # the last torchvision with video I/O (torchvision_video)
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "wrapt")
+           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -90,7 +94,7 @@ def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
     session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", "pytorch-lightning",
-                    "tensorboardX", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
+                    "tensorboardX", "evaluate", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
@@ -126,7 +130,8 @@ def install_today_targets(session):
     session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
-                    "pytorch-lightning", "tensorboardX", "xformers", "timm", "diffusers", *COLOSSALAI_IMPORT_NEEDS)
+                    "pytorch-lightning", "tensorboardX", "xformers", "timm", "diffusers", "datasets", "evaluate",
+                    *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -193,6 +198,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "bitsandbytes": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # transformers' quantizers need accelerate
     "omegaconf": [*CONSTRAINTS],
     "openai": [*CONSTRAINTS],
+    "datasets": [*CONSTRAINTS],
     # setuptools 81: pytorch-lightning 2.0-2.3 import pkg_resources at import (the probe runs without zeropatch)
     "pytorch_lightning": [*CONSTRAINTS, "torch", "numpy", "tensorboardX", "setuptools==81.0.0"],
 }

@@ -129,6 +129,11 @@ CASES = {
                        "from PIL import Image, ImageDraw; d = ImageDraw.Draw(Image.new('L', (8, 8))); "
                        "assert d.textbbox((0, 0), 'a')[2] > 0", False),
     "openai_object": (("openai",), ("openai.openai_object",), "import openai; assert openai.__version__", False),
+    "datasets_load_metric": (("datasets",), ("datasets", "datasets.load"),
+                             "import datasets; assert callable(datasets.load_dataset)", False),
+    "datasets_use_auth_token": (("datasets",), ("datasets.load", "datasets"),
+                                "import inspect, datasets; assert all('path' in inspect.signature(f).parameters for f in "
+                                "(datasets.load_dataset, datasets.load.load_dataset_builder))", False),
     "omegaconf_legacy_api": (("omegaconf",), ("omegaconf",),
                              "from omegaconf import OmegaConf; assert OmegaConf.create({'a': 1}).a == 1", False),
     "yaml_load": (("yaml",), ("yaml",), "import yaml; assert yaml.safe_load('a: [1]') == {'a': [1]}", True),

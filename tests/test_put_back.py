@@ -18,6 +18,7 @@ PUTS_BACK = {
     "peft_int8_training": ("peft",),
     "torchvision_model_urls": ("torchvision.models.resnet", "torchvision.models.detection.faster_rcnn"),
     "transformers_adamw": ("transformers.optimization",),
+    "datasets_load_metric": ("datasets", "datasets.load"),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
     "hf_removed_names": ("transformers.generation.utils", "transformers.utils", "transformers.file_utils",
@@ -33,7 +34,8 @@ PUTS_BACK = {
 CHANGES_MORE = {"timm_legacy_api"}
 # patch -> {module: the library module that defined the names put back there, where it is another}
 HOMES = {"torchvision_video": {"torchvision.io": "torchvision.io.video"},
-         "peft_int8_training": {"peft": "peft.utils.other", "peft.utils": "peft.utils.other"}}
+         "peft_int8_training": {"peft": "peft.utils.other", "peft.utils": "peft.utils.other"},
+         "datasets_load_metric": {"datasets": "datasets.load"}}
 
 
 def test_every_patch_that_puts_names_back_is_checked():

@@ -17,7 +17,7 @@ STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transfor
                  "torchvision": "torchvision", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
-                 "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai",
+                 "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai", "datasets": "datasets",
                  "pytorch_lightning": "pytorch-lightning", "peft": "peft",
                  "bitsandbytes": "bitsandbytes", "omegaconf": "omegaconf"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}

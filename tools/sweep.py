@@ -28,7 +28,7 @@ SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "trans
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
 TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
            "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning",
-           "peft", "bitsandbytes", "omegaconf")
+           "peft", "bitsandbytes", "omegaconf", "datasets", "evaluate")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -178,6 +178,12 @@ STACKS = {
     # 0.28.1: the last with openai_object (its own class runs the same test); 1.0.0, the last 2.x, today's
     "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
                ["tests/test_openai_object.py"]),
+    # 2.21.0 (the last with load_metric), the first and last of each major release since, with today's evaluate
+    "datasets": (lambda release: [(["install", *constraints(), f"datasets=={release}", "evaluate==0.4.6"], {})],
+                 ["2.21.0", "3.0.0", "3.6.0", "4.0.0", "4.8.5", "5.0.0", "5.2.0"], "import datasets, evaluate",
+                 ["datasets_load_metric", "datasets_use_auth_token"],
+                 ["tests/test_datasets_load_metric.py", "tests/test_datasets_use_auth_token.py",
+                  "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[datasets_load_metric]"]),
     # 0.9.0 (the last with the alias) and releases since, each with a transformers of its time
     "peft": (with_transformers("peft"), [("0.9.0", "4.51.3"), ("0.10.0", "4.51.3"), ("0.13.2", "4.51.3"),
                                          ("0.21.2", "5.23.0")],

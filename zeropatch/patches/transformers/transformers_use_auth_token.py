@@ -57,6 +57,7 @@ PATCH = Patch(
     affected="5.0.0-5.23.0 (swept)",
     targets=tuple(LOADERS),
     apply=apply,
-    errors=(r"__init__\(\) got an unexpected keyword argument 'use_auth_token'",),
+    # a datasets builder configuration's (CsvConfig.__init__) is datasets_use_auth_token's
+    errors=(r"(?<!Config\.)__init__\(\) got an unexpected keyword argument 'use_auth_token'",),
     looks_for=("call transformers.*.from_pretrained with use_auth_token",),
 )
