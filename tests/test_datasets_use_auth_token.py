@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_ok, clean_environment, distribution_version, requires, run_command, run_python
 
 @requires("datasets")
-@pytest.mark.skipif(distribution_version("datasets") is not None and distribution_version("datasets") < (3,),
+@pytest.mark.skipif((distribution_version("datasets") or (3,)) < (3,),
                     reason="datasets < 3.0 takes use_auth_token itself (not-needed: the repro runs there)")
 def test_use_auth_token_reaches_the_builder_as_token(tmp_path):
     (tmp_path / "train.csv").write_text("text,label\na,0\nb,1\n")
@@ -38,7 +38,8 @@ print("ok")
 
 @pytest.mark.parametrize("error, patch", [
     ("TypeError: CsvConfig.__init__() got an unexpected keyword argument 'use_auth_token'", "datasets_use_auth_token"),
-    ("TypeError: BertModel.__init__() got an unexpected keyword argument 'use_auth_token'", "transformers_use_auth_token"),
+    ("TypeError: BertModel.__init__() got an unexpected keyword argument 'use_auth_token'",
+     "transformers_use_auth_token"),
 ])
 def test_explain_names_the_library_whose_keyword_it_was(error, patch):
     result = run_command([sys.executable, "-m", "zeropatch", "explain", error], env=clean_environment())

@@ -93,6 +93,8 @@ CASES = {
     "torchvision_functional_tensor": (("torchvision",), ("torchvision.transforms.functional_tensor",),
                                       "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))", False),
     "peft_int8_training": (("peft",), ("peft",), "import peft; assert callable(peft.get_peft_model)", False),
+    "peft_adapter_bin": (("peft",), ("peft.peft_model",),
+                         "from peft import PeftModel; assert callable(PeftModel.save_pretrained)", False),
     "torchvision_get_image_size": (("torchvision",), ("torchvision.transforms.functional",),
                                    "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))",
                                    False),

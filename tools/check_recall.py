@@ -34,7 +34,10 @@ RUNS = {
     "taming-transformers": ("CompVis/taming-transformers 3ba01b2 (main.py: VQGAN; data code)", {
         "torch_six", "yaml_load", "pl_trainer_args", "omegaconf_legacy_api", "pl_moved_names", "pl_multiple_optimizers",
         "pl_legacy_hooks", "cpu_rehearsal"}),
-    "alpaca-lora": ("tloen/alpaca-lora 8bb8579", {"peft_int8_training", "hf_load_in_8bit", "hf_training_args"}),
+    "alpaca-lora": ("tloen/alpaca-lora 8bb8579", {"peft_int8_training", "hf_load_in_8bit", "hf_training_args",
+                                                  "peft_adapter_bin"}),
+    "run_glue": ("huggingface/transformers 0055f834 examples/pytorch/text-classification/run_glue.py", {
+        "datasets_load_metric", "datasets_use_auth_token"}),
     "mae": ("facebookresearch/mae efb2a80 (pre-training, fine-tuning, linear probing)", {
         "torch_six", "timm_legacy_api", "numpy_aliases", "torch_load", "torchvision_get_image_size", "cpu_rehearsal"}),
 }

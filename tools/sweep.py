@@ -184,11 +184,12 @@ STACKS = {
                  ["datasets_load_metric", "datasets_use_auth_token"],
                  ["tests/test_datasets_load_metric.py", "tests/test_datasets_use_auth_token.py",
                   "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[datasets_load_metric]"]),
-    # 0.9.0 (the last with the alias) and releases since, each with a transformers of its time
-    "peft": (with_transformers("peft"), [("0.9.0", "4.51.3"), ("0.10.0", "4.51.3"), ("0.13.2", "4.51.3"),
+    # 0.6.2 (the last saving adapter_model.bin by default), 0.9.0 (the last with the alias) and releases since, each
+    # with a transformers of its time
+    "peft": (with_transformers("peft"), [("0.6.2", "4.51.3"), ("0.9.0", "4.51.3"), ("0.10.0", "4.51.3"), ("0.13.2", "4.51.3"),
                                          ("0.21.2", "5.23.0")],
-             "import peft, transformers", ["peft_int8_training"],
-             ["tests/test_peft_int8_training.py",
+             "import peft, transformers", ["peft_int8_training", "peft_adapter_bin"],
+             ["tests/test_peft_int8_training.py", "tests/test_peft_adapter_bin.py",
               "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[peft_int8_training]"]),
     # bitsandbytes' CPU layers (0.48 and later) under the first transformers without load_in_8bit, and today's
     "bitsandbytes": (with_transformers("bitsandbytes"), [("0.48.2", "5.0.0"), ("0.50.2", "5.0.0"), ("0.50.2", "5.23.0")],

@@ -24,7 +24,8 @@ class Accuracy({library}.Metric):
     def _info(self):
         return {library}.MetricInfo(
             description="accuracy", citation="", inputs_description="predictions, references",
-            features=datasets.Features({{"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}}))
+            features=datasets.Features({{"predictions": datasets.Value("int32"),
+                                        "references": datasets.Value("int32")}}))
 
     def _compute(self, predictions, references, normalize=True):
         right = sum(int(p == r) for p, r in zip(predictions, references))

@@ -25,9 +25,11 @@ def main():
         raw_datasets = load_dataset("csv", data_files=data_files, cache_dir=os.path.join(folder, "cache"),
                                     use_auth_token=True if use_auth_token else None)
         sizes = {split: raw_datasets[split].num_rows for split in data_files}
-        if sizes != {"train": 4, "validation": 2} or raw_datasets["train"][1] != {"sentence1": "sentence 1", "label": 1}:
+        second = raw_datasets["train"][1]
+        if sizes != {"train": 4, "validation": 2} or second != {"sentence1": "sentence 1", "label": 1}:
             sys.exit(f"repro: the CSV files read as {raw_datasets}")
-        print(f"repro: run_glue's load_dataset call read {sizes['train']} train and {sizes['validation']} validation rows")
+        print(f"repro: run_glue's load_dataset call read {sizes['train']} train and {sizes['validation']} "
+              "validation rows")
 
 
 if __name__ == "__main__":
