@@ -363,6 +363,19 @@ for name in ("zp_absent_lib", "zp_absent_lib.gone"):
         raise AssertionError(f"{name} was provided though its library is not installed")
 assert not seen and "zp_absent_lib" not in sys.modules, seen
 assert {record.name: record.state for record in zeropatch.status()}["watcher"] == "waiting"
+# a module is provided only while a patch that provides it is installed, not while another one only watches it
+_core.register(_core.Patch("provider", summary="s", package="json", affected="all", targets=("json.gone",),
+                           apply=fill, provides=True))
+_core.register(_core.Patch("changer", summary="s", package="json", affected="all", targets=("json.gone",), apply=fill))
+zeropatch.install("provider", "changer")
+zeropatch.uninstall("provider")
+try:
+    import json.gone
+except ModuleNotFoundError:
+    pass
+else:
+    raise AssertionError("json.gone was provided after its provider was uninstalled")
+assert not seen and "json.gone" not in sys.modules, seen
 print("ok")
 '''))
 

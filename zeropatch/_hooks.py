@@ -15,7 +15,7 @@ class _ImportWatcher:
 
     def __init__(self):
         self.callbacks = {}  # module name -> list of callables(module)
-        self.providable = set()  # module names a patch can provide when no finder finds them
+        self.providers = {}  # module name -> the callbacks of the patches that provide it when no finder finds it
         self._finding = set()
 
     def find_spec(self, fullname, path=None, target=None):
@@ -30,7 +30,7 @@ class _ImportWatcher:
                 if spec is not None:
                     break
             else:
-                if fullname not in self.providable:
+                if not self.providers.get(fullname):
                     return None
                 from importlib.machinery import ModuleSpec
 
@@ -122,7 +122,7 @@ _WATCHER = _ImportWatcher()
 def _watch(module_name, callback, providable=False):
     _WATCHER.callbacks.setdefault(module_name, []).append(callback)
     if providable:
-        _WATCHER.providable.add(module_name)
+        _WATCHER.providers.setdefault(module_name, set()).add(callback)
     if _WATCHER not in sys.meta_path:
         sys.meta_path.insert(0, _WATCHER)
 
@@ -131,8 +131,9 @@ def _unwatch(module_name, callback):
     callbacks = _WATCHER.callbacks.get(module_name, [])
     if callback in callbacks:
         callbacks.remove(callback)
+    _WATCHER.providers.get(module_name, set()).discard(callback)  # provided only while a patch that provides it watches
     if not callbacks:
         _WATCHER.callbacks.pop(module_name, None)
-        _WATCHER.providable.discard(module_name)
+        _WATCHER.providers.pop(module_name, None)
     if not _WATCHER.callbacks and _WATCHER in sys.meta_path:
         sys.meta_path.remove(_WATCHER)
