@@ -22,10 +22,15 @@ SAFETENSORS_DEFAULT_SINCE = {"peft": "0.7", "transformers": "4.35"}  # save_pret
 _TALLY = Tally()
 
 
+def _first_legacy(decisions):
+    """The first Decision among ``decisions`` (None: not made) that gives the old contract, or None."""
+    return next((decision for decision in decisions if decision is not None and decision.legacy), None)
+
+
 def _decision():
     """The first legacy Decision of the two libraries, else peft's (code written for the new defaults)."""
     decisions = [decide(name, release) for name, release in SAFETENSORS_DEFAULT_SINCE.items()]
-    return next((decision for decision in decisions if decision.legacy), decisions[0])
+    return _first_legacy(decisions) or decisions[0]
 
 
 def _bin_for_legacy_code(wrapped, instance, args, kwargs):
@@ -39,7 +44,7 @@ def report():
     made = [decided(name, release) for name, release in SAFETENSORS_DEFAULT_SINCE.items()]
     if not any(made):
         return None
-    decision = next((decision for decision in made if decision and decision.legacy), None)
+    decision = _first_legacy(made)
     note = (f"save_pretrained writes adapter_model.bin for legacy code ({decision.why})" if decision
             else "save_pretrained keeps safetensors (code written for peft >= 0.7 / transformers >= 4.35)")
     return _TALLY.report(note)
