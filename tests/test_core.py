@@ -341,7 +341,7 @@ def test_a_library_that_is_not_installed_is_never_provided():
     """Patch(provides=(module, ...)): only the named targets (modules a release removed) are created when no finder
     finds them, never the library's package itself: where the library is not installed, ``try: import lib`` fails as
     it would have and no patch sees an empty module (evaluate's ``try: from transformers.pipelines import ...`` once
-    made transformers_adamw fail on a machine without transformers)."""
+    made transformers_adamw fail on a machine without transformers), and status says that the library is missing."""
     assert_ok(run_python('''
 import sys, zeropatch
 from zeropatch import _core
@@ -362,7 +362,10 @@ for name in ("zp_absent_lib", "zp_absent_lib.gone"):
     else:
         raise AssertionError(f"{name} was provided though its library is not installed")
 assert not seen and "zp_absent_lib" not in sys.modules, seen
-assert {record.name: record.state for record in zeropatch.status()}["watcher"] == "waiting"
+records = {record.name: record for record in zeropatch.status()}
+assert records["watcher"].state == "waiting"
+# status says why: a provided submodule needs its library (not "applies when zp_absent_lib is imported")
+assert records["half_provider"].reason == "zp_absent_lib is not installed", records["half_provider"].reason
 # a module is provided only while a patch that provides it is installed, not while another one only watches it
 _core.register(_core.Patch("provider", summary="s", package="json", affected="all", targets=("json.gone",),
                            apply=fill, provides=True))
