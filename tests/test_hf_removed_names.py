@@ -64,3 +64,38 @@ for dtype, target, past in itertools.product((torch.float32, torch.bfloat16, tor
         assert causal[b, 0, i, j].item() == (0.0 if j <= past + i else lowest), (b, i, j)
 print("OK")
 '''))
+
+
+@requires("torch", "transformers")
+def test_no_init_weights_builds_models_uninitialised_as_4_49_did():
+    """modeling_utils.no_init_weights (5.0 moved it to transformers.initialization; 4.50 dropped ``_enable``): inside
+    it a model is built without drawing its weights (no random number is consumed; loading fills them afterwards), and
+    with ``_enable=False`` (4.49's switch, where zeropatch puts the name back) it is built exactly as outside."""
+    assert_ok(run_python('''
+import inspect, torch, zeropatch, transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import modeling_utils
+from transformers.modeling_utils import no_init_weights
+config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2)
+torch.manual_seed(0)
+reference = LlamaForCausalLM(config).state_dict()
+torch.manual_seed(0)
+state = torch.random.get_rng_state()
+with no_init_weights():
+    LlamaForCausalLM(config)
+assert torch.equal(torch.random.get_rng_state(), state), "weights were drawn inside no_init_weights()"
+torch.manual_seed(0)
+outside = torch.nn.Linear(4, 4).weight.clone()
+torch.manual_seed(0)
+assert torch.equal(torch.nn.Linear(4, 4).weight, outside), "initialisation did not come back after the block"
+if "_enable" in inspect.signature(no_init_weights).parameters:  # 4.49's contract (zeropatch's on transformers 5)
+    torch.manual_seed(0)
+    with no_init_weights(_enable=False):
+        built = LlamaForCausalLM(config).state_dict()
+    assert all(torch.equal(built[name], value) for name, value in reference.items())
+    with no_init_weights(True):
+        assert LlamaForCausalLM(config) is not None
+if transformers.__version__ >= "5":
+    assert no_init_weights.__module__ == "transformers.modeling_utils" and "no_init_weights" not in dir(modeling_utils)
+print("OK")
+'''))

@@ -22,6 +22,7 @@ PUTS_BACK = {
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
     "hf_removed_names": ("transformers.generation.utils", "transformers.utils", "transformers.file_utils",
+                         "transformers.modeling_utils",
                          *(f"transformers.models.{model}.modeling_{model}" for model in ("llama", "clip"))),
     "pillow_aliases": ("PIL.Image",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),

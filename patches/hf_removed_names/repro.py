@@ -1,7 +1,8 @@
 """The transformers names 2023 code imports at its first lines: FastChat's train_lora.py (`from transformers import
 Trainer, BitsAndBytesConfig, deepspeed`, then `deepspeed.is_deepspeed_zero3_enabled()`) and taming-transformers'
 mingpt.py (`from transformers import top_k_top_p_filtering`, its sampling filter), plus TRANSFORMERS_CACHE and the
-LLaMA module's mask helpers that 2023 monkey-patches build their attention masks with.
+LLaMA module's mask helpers that 2023 monkey-patches build their attention masks with, and modeling_utils'
+no_init_weights (models built only to load weights into).
 
 Without zeropatch, on transformers >= 4.46:
   ImportError: cannot import name 'deepspeed' from 'transformers'
@@ -32,7 +33,14 @@ def as_4_38_filtered(logits, top_k, top_p, min_tokens_to_keep=1):
 def main():
     from huggingface_hub import constants
     from transformers import TRANSFORMERS_CACHE, top_k_top_p_filtering
+    from transformers.modeling_utils import no_init_weights
     from transformers.models.llama.modeling_llama import _expand_mask, _make_causal_mask
+
+    state = torch.random.get_rng_state()
+    with no_init_weights():  # a model built only to load weights into: nothing is drawn
+        torch.nn.Linear(8, 8)
+    if not torch.equal(torch.random.get_rng_state(), state):
+        sys.exit("repro: no_init_weights() let torch.nn.Linear draw its weights")
 
     mask = _make_causal_mask(torch.Size((1, 3)), torch.float32, "cpu") + _expand_mask(torch.tensor([[1, 1, 0]]),
                                                                                         torch.float32)
@@ -50,7 +58,7 @@ def main():
     if TRANSFORMERS_CACHE != constants.HF_HUB_CACHE:
         sys.exit(f"repro: TRANSFORMERS_CACHE {TRANSFORMERS_CACHE} is not the hub cache {constants.HF_HUB_CACHE}")
     print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's; the "
-          "LLaMA mask helpers are back")
+          "LLaMA mask helpers and no_init_weights are back")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ sampling scripts import; gone in 4.39); ``TRANSFORMERS_CACHE`` / ``PYTORCH_TRANS
 ``PYTORCH_PRETRAINED_BERT_CACHE`` (gone in 5.0); ``transformers.is_torch_tpu_available`` (gone in 4.51);
 "cannot import name '_expand_mask' from 'transformers.models.llama.modeling_llama'" (LLaMA / OPT / BART / CLIP
 forks and monkey-patches of 2023 that build their own attention masks: ``_expand_mask`` / ``_make_causal_mask`` left
-the OPT, BART, mBART and CLIP modules in 4.35 and the LLaMA one in 4.38).
+the OPT, BART, mBART and CLIP modules in 4.35 and the LLaMA one in 4.38); "cannot import name 'no_init_weights' from
+'transformers.modeling_utils'" (code that builds a model only to load weights into it: ``with no_init_weights():
+model = AutoModelForCausalLM.from_config(config)``; moved to ``transformers.initialization`` in 5.0).
 
 Changes, each only where the installed release lacks the name:
 - ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
@@ -33,10 +35,15 @@ Changes, each only where the installed release lacks the name:
   ``modeling_clip``, as 4.34 computed them (all five modules had the same two functions): a ``[bsz, 1, tgt, src]``
   additive mask of 0 where a token is kept and the dtype's lowest value where not; the causal one ``[bsz, 1, tgt,
   past + tgt]``, every past key visible, an expanded view as before.
+- ``no_init_weights(_enable=True)`` in ``modeling_utils``, as 4.49 took it: within it, building a model leaves its
+  weights as allocated (torch's init functions and the models' ``init_weights`` do nothing), through transformers'
+  own ``transformers.initialization.no_init_weights``; ``_enable=False`` changes nothing. (4.50-4.57 still have the
+  name, without ``_enable``: left alone.)
 All are answered through the modules' ``__getattr__``, not listed in their ``dir()``; the top-level names come from
 those modules when first asked for, as transformers' lazy top level took them.
 """
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -52,6 +59,7 @@ CACHE_NAMES = ("PYTORCH_PRETRAINED_BERT_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "T
 # module -> the names put back there
 NAMES = {
     "transformers.generation.utils": ("top_k_top_p_filtering",),
+    "transformers.modeling_utils": ("no_init_weights",),
     "transformers.utils": CACHE_NAMES,
     "transformers.utils.hub": CACHE_NAMES,
     "transformers.file_utils": (*CACHE_NAMES, "is_torch_tpu_available"),
@@ -116,8 +124,21 @@ def _make_causal_mask(input_ids_shape, dtype, device, past_key_values_length=0):
     return mask[None, None].expand(batch, 1, target, target + past_key_values_length)
 
 
+@contextlib.contextmanager
+def no_init_weights(_enable=True):
+    """Within it, models are built without initialising their weights (for weights loaded afterwards);
+    ``_enable=False`` changes nothing (transformers < 4.50's context manager, restored by zeropatch)."""
+    if not _enable:
+        yield
+        return
+    from transformers.initialization import no_init_weights as leave_weights_uninitialised
+
+    with leave_weights_uninitialised():
+        yield
+
+
 FUNCTIONS = {"top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available,
-             "_expand_mask": _expand_mask, "_make_causal_mask": _make_causal_mask}
+             "_expand_mask": _expand_mask, "_make_causal_mask": _make_causal_mask, "no_init_weights": no_init_weights}
 
 
 def _cache_constants():
@@ -172,8 +193,8 @@ def apply(patcher, module):
 PATCH = Patch(
     "hf_removed_names",
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
-    "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask: back with their last "
-    "meaning",
+    "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask, "
+    "modeling_utils.no_init_weights: back with their last meaning",
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
@@ -185,7 +206,8 @@ PATCH = Patch(
             r"cannot import name '(TRANSFORMERS_CACHE|PYTORCH_TRANSFORMERS_CACHE|PYTORCH_PRETRAINED_BERT_CACHE)' "
             r"from 'transformers",
             r"cannot import name 'is_torch_tpu_available' from 'transformers'",
-            r"cannot import name '(_expand_mask|_make_causal_mask)' from 'transformers\.models\."),
+            r"cannot import name '(_expand_mask|_make_causal_mask)' from 'transformers\.models\.",
+            r"cannot import name 'no_init_weights' from 'transformers\.modeling_utils'"),
     looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
                *(f"name transformers.{name}" for name in TOP_LEVEL),
                *(f"name {module}.{name}" for module, names in NAMES.items() for name in names)),
