@@ -92,3 +92,31 @@ else:
     raise AssertionError("downloaded with local_files_only")
 print("ok")
 '''))
+
+
+def test_the_errors_module_holds_the_hubs_own_classes(tmp_path):
+    """huggingface_hub.utils._errors (gone in 0.25): provided with 0.24's names, the very classes the hub raises, so an
+    old ``except RepositoryNotFoundError`` still catches; where the hub has the module, it is left alone."""
+    assert_ok(run_python(f'''
+import importlib, sys, zeropatch
+import huggingface_hub
+from huggingface_hub import errors, hf_hub_download, utils
+from huggingface_hub.utils._errors import (BadRequestError, DisabledRepoError, EntryNotFoundError, FileMetadataError,
+    GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError,
+    hf_raise_for_status)
+legacy = sys.modules["huggingface_hub.utils._errors"]
+assert hf_raise_for_status is utils.hf_raise_for_status and RepositoryNotFoundError is errors.RepositoryNotFoundError
+assert issubclass(GatedRepoError, RepositoryNotFoundError) and issubclass(LocalEntryNotFoundError, EntryNotFoundError)
+try:
+    hf_hub_download("legacy/absent", "config.json", cache_dir={str(tmp_path)!r}, local_files_only=True)
+except EntryNotFoundError as error:
+    assert type(error).__module__.startswith("huggingface_hub"), type(error)
+else:
+    raise AssertionError("an offline miss was not raised")
+state = zeropatch.status("hf_hub_legacy")[0]
+provided = zeropatch._core.is_provided(legacy)
+assert provided == ("huggingface_hub.utils._errors" in state.reason), (provided, state.reason)
+zeropatch.uninstall("hf_hub_legacy")
+assert provided == ("huggingface_hub.utils._errors" not in sys.modules), "uninstall left the provided module"
+print("ok")
+'''))

@@ -1,25 +1,33 @@
-"""hf_hub_legacy: what huggingface_hub 0.26 and 1.0 removed - ``cached_download``, ``HfFolder``,
-``use_auth_token=``, ``constants.hf_cache_home`` - back on today's hub API, so that legacy code and old diffusers
-pins import and load.
+"""hf_hub_legacy: what huggingface_hub 0.25, 0.26 and 1.0 removed - ``utils._errors``, ``cached_download``,
+``HfFolder``, ``use_auth_token=``, ``constants.hf_cache_home`` - back on today's hub API, so that legacy code and old
+diffusers pins import and load.
 
 Breaks: hub 0.26 removed ``cached_download``; hub 1.0 removed ``HfFolder``, the ``use_auth_token`` argument of every
 hub function and ``constants.hf_cache_home``. diffusers <= 0.25 imports all three at module level: ``import
 diffusers`` with Latte's pin (0.24) on hub >= 1.0 dies with "cannot import name 'hf_cache_home' from
 'huggingface_hub.constants'" (then ``HfFolder``, ``cached_download``), and its ``from_pretrained`` passes
-``use_auth_token=`` to ``hf_hub_download``: "got an unexpected keyword argument 'use_auth_token'".
+``use_auth_token=`` to ``hf_hub_download``: "got an unexpected keyword argument 'use_auth_token'". Code that catches
+the hub's errors by their old home, ``from huggingface_hub.utils._errors import RepositoryNotFoundError``, stops
+with "No module named 'huggingface_hub.utils._errors'" since 0.25 (the classes moved to ``huggingface_hub.errors``).
 
 Changes: ``huggingface_hub.constants.hf_cache_home`` is ``HF_HOME`` (its old value); ``HfFolder`` saves, reads and
 deletes the token file as it did (``get_token`` is today's ``get_token``: the environment first); ``use_auth_token``
 becomes ``token`` in every hub function that validates its arguments (the rule ``transformers_use_auth_token``
 applies too, ``_auth_token.py``: a different ``token`` also given is refused, where hub 0.2x let it win);
 ``cached_download(url, ...)`` resolves a Hub URL through ``hf_hub_download`` (same cache, offline modes, token) and
-fetches any other URL into the hub cache once, without sending the token. Each only where the hub lacks it.
+fetches any other URL into the hub cache once, without sending the token; ``huggingface_hub.utils._errors`` is
+provided with 0.24's names, the hub's own classes (and ``hf_raise_for_status``), so ``except`` clauses catch what the
+hub raises. Each only where the hub lacks it.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch._core import NotNeeded, Patch, Skip, is_provided
 from zeropatch.patches.huggingface_hub._auth_token import token_for_use_auth_token
 
 OTHER_URLS = "zeropatch-cached-downloads"  # folder of the hub cache for cached_download's non-Hub URLs
+ERRORS_MODULE = "huggingface_hub.utils._errors"
+# what 0.24's utils._errors defined (the classes live in huggingface_hub.errors since 0.24, hf_raise_for_status in utils)
+ERRORS = ("FileMetadataError", "HfHubHTTPError", "RepositoryNotFoundError", "GatedRepoError", "DisabledRepoError",
+          "RevisionNotFoundError", "EntryNotFoundError", "LocalEntryNotFoundError", "BadRequestError")
 
 
 class HfFolder:
@@ -109,8 +117,24 @@ def _use_auth_token_as_token(wrapped, instance, args, kwargs):
     return wrapped(*args, **kwargs)
 
 
+def _fill_errors_module(patcher, module):
+    if not is_provided(module):
+        raise NotNeeded("huggingface_hub still has utils._errors (hub < 0.25)")
+    from huggingface_hub import errors, utils
+
+    names = {attr: getattr(errors, attr) for attr in ERRORS if hasattr(errors, attr)}
+    names["hf_raise_for_status"] = utils.hf_raise_for_status
+    for attr, value in names.items():
+        patcher.set(module, attr, value)
+    patcher.set(module, "__doc__", "huggingface_hub < 0.25's home of the hub's errors, over huggingface_hub.errors "
+                                   "(provided by zeropatch)")
+    return f"{ERRORS_MODULE} provided over huggingface_hub.errors ({len(names)} names)"
+
+
 def apply(patcher, module):
     name = module.__name__
+    if name == ERRORS_MODULE:
+        return _fill_errors_module(patcher, module)
     if name == "huggingface_hub.constants":
         if hasattr(module, "hf_cache_home"):
             raise NotNeeded("huggingface_hub.constants still has hf_cache_home (hub < 1.0)")
@@ -133,18 +157,20 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_hub_legacy",
-    summary="huggingface_hub's removed cached_download, HfFolder, use_auth_token= and constants.hf_cache_home back "
-    "on today's API (old diffusers pins import and load)",
+    summary="huggingface_hub's removed cached_download, HfFolder, use_auth_token=, constants.hf_cache_home and "
+    "utils._errors back on today's API (old diffusers pins import and load)",
     package="huggingface_hub",
-    affected="1.0.0-2.4.0 (swept; cached_download went in 0.26)",
-    targets=("huggingface_hub", "huggingface_hub.constants", "huggingface_hub.utils._validators"),
+    affected="0.25.2-2.4.0 (swept; utils._errors went in 0.25, cached_download in 0.26, the rest in 1.0)",
+    targets=("huggingface_hub", "huggingface_hub.constants", "huggingface_hub.utils._validators", ERRORS_MODULE),
+    provides=(ERRORS_MODULE,),
     apply=apply,
     errors=(r"cannot import name '(cached_download|HfFolder)' from 'huggingface_hub'",
             r"cannot import name 'hf_cache_home' from 'huggingface_hub\.constants'",
+            r"No module named 'huggingface_hub\.utils\._errors'",
             r"(hf_hub_download|snapshot_download|hf_hub_url|model_info|list_repo_files|create_repo|upload_file|"
             r"upload_folder|whoami)\(\) got an unexpected keyword argument 'use_auth_token'"),
     looks_for=("name huggingface_hub.cached_download", "name huggingface_hub.HfFolder",
-               "name huggingface_hub.constants.hf_cache_home",
+               "name huggingface_hub.constants.hf_cache_home", f"import {ERRORS_MODULE}",
                *(f"call huggingface_hub.{function} with use_auth_token" for function in (
                    "hf_hub_download", "snapshot_download", "hf_hub_url", "model_info", "list_repo_files", "create_repo",
                    "upload_file", "upload_folder", "whoami"))),
