@@ -153,7 +153,7 @@ REPROS = {
                            lambda: distribution_version("transformers") >= (4, 50), None,
                            "repro: transformers.AdamW trained 5 steps with its own defaults"),
     "hf_hub_legacy": (("torch", "diffusers", "huggingface_hub"), None, "all", {},
-                      lambda: distribution_version("huggingface_hub") >= (0, 26), None,
+                      lambda: distribution_version("huggingface_hub") >= (0, 25), None,
                       "imported and loaded its VAE from the hub cache"),
     "hf_load_in_8bit": (("torch", "transformers", "bitsandbytes"), None, "all", {}, transformers_quantizes_on_this_cpu,
                         None,
