@@ -5,7 +5,7 @@ not known to be legacy) or 1.5.10 (code pinned before 1.6), run there without th
 import json
 import sys
 
-from conftest import ROOT, assert_ok, requires, run_command
+from conftest import ROOT, assert_ok, requires, run_command, run_python
 
 JOB = ROOT / "tests" / "pl_optimizers_job.py"
 ZEROPATCH = [sys.executable, "-m", "zeropatch"]
@@ -44,3 +44,28 @@ def test_several_optimizers_without_optimizer_idx_keep_2x_error(tmp_path):
     assert result.returncode != 0, result.stdout
     assert "Training with multiple optimizers is only supported with manual optimization" in result.stderr, \
         result.stderr[-2000:]
+
+
+@requires("pytorch_lightning")
+def test_one_optimizer_with_optimizer_idx_trains_only_where_1_9_did():
+    """One optimizer: 1.9 passed no optimizer_idx, so a default served (it trains) and a required one failed there
+    too: 2.x's own error, which says what to change, is kept (pytorch-lightning's own suite asserts it)."""
+    assert_ok(run_python('''
+import pytest, zeropatch, pytorch_lightning as pl
+from pytorch_lightning.demos.boring_classes import BoringModel
+class Required(BoringModel):
+    def training_step(self, batch, batch_idx, optimizer_idx):
+        return super().training_step(batch, batch_idx)
+class Defaulted(BoringModel):
+    def training_step(self, batch, batch_idx, optimizer_idx=0):
+        return super().training_step(batch, batch_idx)
+def trainer():
+    return pl.Trainer(logger=False, enable_checkpointing=False, max_steps=2, enable_progress_bar=False,
+                      enable_model_summary=False)
+with pytest.raises(RuntimeError, match="Remove the `optimizer_idx` argument from `training_step`"):
+    trainer().fit(Required())
+fitted = trainer()
+fitted.fit(Defaulted())
+assert fitted.global_step == 2, fitted.global_step
+print("OK")
+'''))

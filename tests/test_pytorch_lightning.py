@@ -176,3 +176,17 @@ pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False).validate(
         failed.stderr[-2000:]
     explained = run_command(ZEROPATCH + ["explain", failed.stderr[-4000:]])
     assert "No patch can fix this" in explained.stdout and "Log the name once" in explained.stdout, explained.stdout
+
+
+@requires("pytorch_lightning")
+def test_a_module_that_is_not_a_lightning_module_gets_lightnings_own_error():
+    """trainer.fit / validate / test / predict of a plain nn.Module: Lightning's TypeError, not a failure inside a
+    patch's wrapper (pl_legacy_hooks once asked is_overridden of it: "ValueError: Expected a parent")."""
+    assert_ok(run_python('''
+import pytest, torch, zeropatch, pytorch_lightning as pl
+trainer = pl.Trainer(logger=False, enable_progress_bar=False)
+for method in ("fit", "validate", "test", "predict"):
+    with pytest.raises(TypeError, match="must be a `LightningModule`"):
+        getattr(trainer, method)(torch.nn.Linear(2, 2))
+print("OK")
+'''))

@@ -210,11 +210,13 @@ def _running_stage(wrapped, trainer, args, kwargs):
 def _evaluating_as_1_4(stage, step_name):
     """trainer.test() / validate() of a module without the step: 1.4 warned and skipped the loop (legacy code)."""
     def evaluate(wrapped, trainer, args, kwargs):
+        from pytorch_lightning import LightningModule
         from pytorch_lightning.utilities.model_helpers import is_overridden
 
         module = args[0] if args else kwargs.get("model")
         module = module if module is not None else trainer.lightning_module
-        if module is None or is_overridden(step_name, module):
+        # anything but a LightningModule (a plain nn.Module, a compiled module): Lightning's own checks and errors
+        if not isinstance(module, LightningModule) or is_overridden(step_name, module):
             return wrapped(*args, **kwargs)
         decision = decide("pytorch-lightning", STEP_REQUIRED_SINCE)
         if not decision.legacy:

@@ -12,7 +12,8 @@ argument: 'optimizer_closure'"; ``optimizer_zero_grad``, ``on_before_optimizer_s
 optimizer dicts with a warning.
 
 Changes, on 2.x, for modules under automatic optimization whose ``training_step`` takes ``optimizer_idx`` (other
-modules keep 2.x's error, which is right for them; with one optimizer, 1.9 passed no index): each batch, each
+modules keep 2.x's error, which is right for them; with one optimizer, 1.9 passed no index, so an ``optimizer_idx``
+without a default keeps 2.x's error too, where 1.9 failed with a TypeError): each batch, each
 optimizer in order (or, with ``"frequency"`` keys, the one whose turn the batch index falls in, as 1.9 counted) gets
 1.9's sequence: the other optimizers' parameters frozen (``toggle_optimizer``), ``training_step(...,
 optimizer_idx)``, backward, ``optimizer_step`` (gradient clipping and accumulation as configured), zero_grad,
@@ -48,11 +49,16 @@ _TAKES_INDEX = {}  # (module class, hook) -> whether its override takes optimize
 _TALLY = Tally()
 
 
-def _takes_optimizer_idx(module):
+def _optimizer_idx_parameter(module):
+    """The ``optimizer_idx`` parameter of the module's training_step, or None."""
     try:
-        return "optimizer_idx" in inspect.signature(module.training_step).parameters
+        return inspect.signature(module.training_step).parameters.get("optimizer_idx")
     except (TypeError, ValueError):
-        return False
+        return None
+
+
+def _takes_optimizer_idx(module):
+    return _optimizer_idx_parameter(module) is not None
 
 
 def _legacy_module(trainer):
@@ -85,10 +91,11 @@ def _counting_batches():
 
 
 def _allowing_legacy_optimizers(wrapped, instance, args, kwargs):
-    """2.x refuses optimizer_idx in training_step; 1.x code under automatic optimization had it (with one
-    optimizer, 1.9 passed none: a default serves, as it served there)."""
+    """2.x refuses optimizer_idx in training_step; 1.x code under automatic optimization had it. With one optimizer
+    1.9 passed none: a default serves, as it served there; without one, 1.9 failed too, and 2.x's error says why."""
     optimizers, module = args
-    if module.automatic_optimization and _takes_optimizer_idx(module):
+    parameter = _optimizer_idx_parameter(module) if module.automatic_optimization else None
+    if parameter is not None and (len(optimizers) > 1 or parameter.default is not inspect.Parameter.empty):
         if len(optimizers) > 1:
             inform_once(f"pl_multiple_optimizers: {type(module).__name__} trains its {len(optimizers)} optimizers "
                         "in turn with automatic optimization, as pytorch-lightning 1.9 did")
