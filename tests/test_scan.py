@@ -190,6 +190,33 @@ def test_check_of_a_folder_breaks_without_zeropatch_and_is_fixed_with_it(tmp_pat
     assert bad.returncode == 2 and "MAJOR.MINOR" in bad.stderr
 
 
+def test_a_script_is_read_with_the_files_of_its_repository_it_reaches(tmp_path):
+    """``check SCRIPT``: the script's own imports beside it (relative ones too), theirs in turn, and the modules that
+    dotted paths name in its strings and in the configuration files it is given or names (latent-diffusion's
+    ``--base x.yaml`` with ``target: ldm.models...``): their drift is found there; a file nothing reaches is not read."""
+    files = {
+        "main.py": "import sys\nfrom ldm.util import instantiate\nmodel = instantiate(sys.argv[1])\n",
+        "ldm/util.py": "from .data import loader\nimport yaml\ndef instantiate(path):\n    return yaml.safe_load(path)\n",
+        "ldm/data.py": "from torch._six import inf\n",
+        "ldm/models/ddpm.py": "import numpy as np\nDTYPE = np.float\n",
+        "ldm/unused.py": "from torch._six import string_classes\n",
+        "configs/tiny.yaml": "model:\n  target: ldm.models.ddpm.LatentDiffusion\n",
+        "train.py": "CONFIG = './configs/tiny.yaml'\nimport ldm.util\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    reached = {("ldm/data.py", 1, "torch_six"), ("ldm/models/ddpm.py", 2, "numpy_aliases")}
+    for configuration in ("configs/tiny.yaml", str(tmp_path / "configs" / "tiny.yaml")):  # from the script's folder too
+        found = {(finding.path, finding.line, finding.patch)
+                 for finding in scan(str(tmp_path / "main.py"), PATCHES, arguments=["--base", configuration]).findings}
+        assert found == reached, (configuration, found)
+    found = {(finding.path, finding.line, finding.patch) for finding in scan(str(tmp_path / "main.py"), PATCHES).findings}
+    assert found == {("ldm/data.py", 1, "torch_six")}, found  # no configuration: the model's module is not reached
+    found = {(finding.path, finding.line, finding.patch) for finding in scan(str(tmp_path / "train.py"), PATCHES).findings}
+    assert found == reached, found  # the configuration named in the script's strings
+
+
 def test_a_release_asserted_at_run_time_is_named_when_another_is_installed(tmp_path):
     import importlib.metadata
 

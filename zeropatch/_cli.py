@@ -140,7 +140,7 @@ def cmd_check(args):
         return 2
     from zeropatch import _preflight
 
-    code = _preflight.report(args.path, _core.parse_selection(patches)[0], python=python)
+    code = _preflight.report(args.path, _core.parse_selection(patches)[0], python=python, arguments=args.script_args)
     if os.path.isdir(args.path) or args.static:
         return code
     sys.stdout.flush()

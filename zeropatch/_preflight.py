@@ -64,12 +64,12 @@ def _grouped(findings):
     return list(groups.values())
 
 
-def report(root, selected, out=sys.stdout, python=None):
-    """Scan ``root`` (a script or a folder) and print what breaks; ``selected``: the patch names that will be on
-    (None: zeropatch off). Returns the exit status."""
+def report(root, selected, out=sys.stdout, python=None, arguments=()):
+    """Scan ``root`` (a script, given ``arguments``, or a folder) and print what breaks; ``selected``: the patch names
+    that will be on (None: zeropatch off). Returns the exit status."""
     registry = _registry()
     patches = [entry.patch for entry in registry.values()]
-    result = scan(root, patches, python)
+    result = scan(root, patches, python, arguments)
     selected = set(selected or ())
     fixed = unfixed = notes = 0
     blocked = {}

@@ -1,5 +1,6 @@
-"""``zeropatch check PATH``, the static part: reads a script or a whole repository without running or importing it,
-and lists, file:line, the code that will break on the installed releases and what fixes it.
+"""``zeropatch check PATH``, the static part: reads a whole repository, or a script and the files of its repository
+it reaches (``_reach``), without running or importing them, and lists, file:line, the code that will break on the
+installed releases and what fixes it.
 
 What it looks for is declared by the patches, next to their error texts (``Patch.looks_for``), one signature each:
 
@@ -342,22 +343,28 @@ class Scan:
         self.unreadable = []
 
 
-def scan(root, patches, python=None):
-    """Scan a file or folder for the drift ``patches`` declare and for what no patch fixes. ``python``: the
-    interpreter release the job will run on (default: this one)."""
+def scan(root, patches, python=None, arguments=()):
+    """Scan a folder, or a script and the files of its repository it reaches (``_reach``; ``arguments``: the
+    script's, whose configuration files count), for the drift ``patches`` declare and for what no patch fixes.
+    ``python``: the interpreter release the job will run on (default: this one)."""
     import importlib.util
+
+    from zeropatch._reach import reached_files
 
     python = python or sys.version_info[:2]
     table = signatures(patches)
     provided = {signature.target.split(".")[0] for signature, patch in table["import"] if patch.provides}
     options = [(_text_pattern(signature), signature, patch) for signature, patch in table["option"] + table["key"]]
-    files = list(_files(root))
-    local = _local_modules(root, files) if os.path.isdir(root) else None  # a lone script's imports: the dry run tries them
+    folder = os.path.isdir(root)
+    files = list(_files(root)) if folder else reached_files(root, arguments)
+    base = root if folder else os.path.dirname(os.path.abspath(root))
+    local = _local_modules(root, files) if folder else None  # a script's imports: the dry run tries them
     result = Scan()
     missing = {}
     readers = []
     for path in files:
-        shown = os.path.relpath(path, root) if os.path.isdir(root) else os.path.basename(path)
+        shown = os.path.relpath(path, base)
+        shown = path if shown.startswith(os.pardir) else shown  # a configuration file from elsewhere
         try:
             if os.path.getsize(path) > MAX_FILE_BYTES:
                 continue
