@@ -38,6 +38,10 @@ RUNS = {
                                                   "peft_adapter_bin"}),
     "run_glue": ("huggingface/transformers 0055f834 examples/pytorch/text-classification/run_glue.py", {
         "datasets_load_metric", "datasets_use_auth_token"}),
+    "stable-diffusion": ("CompVis/stable-diffusion 21f890f (main.py)", {
+        "pl_moved_names", "pl_trainer_args", "pkg_resources", "pl_legacy_hooks", "cpu_rehearsal"}),
+    "ControlNet": ("lllyasviel/ControlNet ed85cd1 (tutorial_train.py, tool_add_control.py)", {
+        "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "xformers_fallback", "cpu_rehearsal"}),
     "mae": ("facebookresearch/mae efb2a80 (pre-training, fine-tuning, linear probing)", {
         "torch_six", "timm_legacy_api", "numpy_aliases", "torch_load", "torchvision_get_image_size", "cpu_rehearsal"}),
 }
