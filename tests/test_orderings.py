@@ -65,6 +65,9 @@ CASES = {
     "hf_checkpoint_dtype": (("transformers",), ("transformers.modeling_utils", "transformers.models.auto.modeling_auto"),
                             "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
                             "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "bnb_optimizer_args": (("bitsandbytes",), ("bitsandbytes.optim",),
+                           "import torch, bitsandbytes as bnb; bnb.optim.AdamW8bit(torch.nn.Linear(2, 2).parameters())",
+                           False),
     "hf_load_in_8bit": (("transformers",), ("transformers.modeling_utils",),
                         "import transformers.modeling_utils as m; assert callable(m.PreTrainedModel.from_pretrained)", False),
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),

@@ -65,6 +65,15 @@ def transformers_quantizes_on_this_cpu():
     pytest.skip("transformers 4.x loads bitsandbytes models on a GPU only (without Intel's extension)")
 
 
+def bitsandbytes_lacks_the_keywords():
+    """bitsandbytes 0.50 removed the keywords, and steps its 8-bit optimizers on a CPU; 0.48.2, which still has them,
+    steps them on a GPU only ("All input tensors need to be on the same GPU"): skipped there (test_orderings checks
+    that the patch is not needed)."""
+    if distribution_version("bitsandbytes") >= (0, 50):
+        return True
+    pytest.skip("bitsandbytes < 0.50 steps its 8-bit optimizers on a GPU only")
+
+
 def trainer_lets_peft_choose_the_format():
     """peft >= 0.7 writes safetensors unless told; transformers 5's Trainer lets it choose, while 4.35-4.57 ask for
     safetensors themselves (save_safetensors=True, kept as the caller's choice, whatever the peft): there the repro
@@ -158,6 +167,8 @@ REPROS = {
     "hf_load_in_8bit": (("torch", "transformers", "bitsandbytes"), None, "all", {}, transformers_quantizes_on_this_cpu,
                         None,
                         "repro: loaded in 8 bits (14 Linear8bitLt), the rest float16"),
+    "bnb_optimizer_args": (("torch", "bitsandbytes"), None, "all", {}, bitsandbytes_lacks_the_keywords, None,
+                           "repro: AdamW8bit took percentile_clipping=100, block_wise=True and stepped as without them"),
     "transformers_use_auth_token": (("torch", "transformers"), None, "all", {},
                                     lambda: distribution_version("transformers") >= (5,), None,
                                     "repro: config and model loaded with use_auth_token=True"),

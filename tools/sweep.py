@@ -193,7 +193,8 @@ STACKS = {
               "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[peft_int8_training]"]),
     # bitsandbytes' CPU layers (0.48 and later) under the first transformers without load_in_8bit, and today's
     "bitsandbytes": (with_transformers("bitsandbytes"), [("0.48.2", "5.0.0"), ("0.50.2", "5.0.0"), ("0.50.2", "5.23.0")],
-                     "import bitsandbytes, transformers", ["hf_load_in_8bit"], ["tests/test_hf_load_in_8bit.py"]),
+                     "import bitsandbytes, transformers", ["hf_load_in_8bit", "bnb_optimizer_args"],
+                     ["tests/test_hf_load_in_8bit.py", "tests/test_bnb_optimizer_args.py"]),
     # 2.0.0 (the 1.x API's removal), a release a year since, today's
     "pytorch_lightning": (pinned("pytorch-lightning"), ["2.0.0", "2.2.5", "2.4.0", "2.6.6"], "import pytorch_lightning",
                           ["pl_trainer_args", "pl_legacy_hooks", "pl_moved_names", "pl_multiple_optimizers"],
