@@ -235,12 +235,20 @@ PEER_SUITES = {  # suite -> what its environment holds besides zeropatch and pyt
     "numpy": ["numpy==2.4.6", "hypothesis", "typing_extensions"],
     "pillow": ["pillow==13.0.0", "numpy", "packaging", "pytest-timeout"],  # its tests come from its source release
     "pyyaml": ["pyyaml==6.0.4"],
+    # the release whose git tag holds the tests (tools/peer_suite.py)
+    "pytorch-lightning": ["pytorch-lightning==2.6.5", "cloudpickle", "scikit-learn", "pandas", "psutil", "tensorboard",
+                          "omegaconf", "jsonargparse[signatures]", "rich", "pytest-timeout"],
+    "accelerate": ["accelerate==1.15.0", "transformers", "datasets", "evaluate", "scipy", "scikit-learn",
+                   "parameterized", "pytest-subtests", "pytest-order", "pytest-timeout"],
 }
+PEER_SUITES_ON_TORCH = {"pytorch-lightning", "accelerate"}  # their environments take the CPU torch first
 
 
 @nox.session
 @nox.parametrize("suite", list(PEER_SUITES))
 def peer_suites(session, suite):
     """A library's own test suite with zeropatch off and on (about 15 min for numpy's 48,021 tests on 2 cores)."""
+    if suite in PEER_SUITES_ON_TORCH:
+        session.install(*CONSTRAINTS, "torch")
     session.install(*PEER_SUITES[suite], "pytest", "pytest-xdist", "wrapt", ".")
     session.run("python", "tools/peer_suite.py", suite)

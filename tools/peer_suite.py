@@ -5,6 +5,9 @@ be listed, with the reason the patch means it to differ, in compat/peer_suites/<
 
   python tools/peer_suite.py SUITE       (run by `python3 -m nox -s peer_suites`; SUITE is one of SUITES)
 
+A suite whose source release holds no tests (pytorch-lightning's) takes them from its git repository at the tag of the
+installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local (bare) copy of that repository.
+
 The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
 """
 
@@ -12,6 +15,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,16 +28,58 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITE_SECONDS = 3600
 PYTEST = ["-p", "no:cacheprovider", "-q", "-n", "2", "-o", "addopts="]
 # suite -> (the package it tests, where its tests are: None for the installed package's own, else the folder of
-#           the distribution's source release (its sdist, at the installed version) that holds them, pytest arguments)
+#           the distribution's source release (its sdist, or GIT_SOURCES' tag, at the installed version) that holds
+#           them, pytest arguments)
 SUITES = {
     "numpy": ("numpy", None, [*PYTEST, "-m", "not slow"]),
     "pillow": ("PIL", "Tests", PYTEST),
     "pyyaml": ("yaml", "tests", PYTEST),
+    "accelerate": ("accelerate", "tests", [*PYTEST, "--timeout", "300"]),
+    "pytorch-lightning": ("pytorch_lightning", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
 }
+# suite -> the folders of its tests that run, where not all (those that meet what the patches change)
+SELECTIONS = {
+    "pytorch-lightning": [f"tests_pytorch/{folder}" for folder in (
+        "trainer", "checkpointing", "core", "callbacks", "loggers", "graveyard", "utilities")],
+}
+# suite -> (its git repository, the tag of a release, {import in the tests: import of the installed distribution})
+GIT_SOURCES = {
+    # the repository's tests import the unified `lightning` package; its CI rewrites them for the standalone one
+    "pytorch-lightning": ("https://github.com/Lightning-AI/pytorch-lightning", "{version}",
+                          {"lightning.pytorch": "pytorch_lightning", "lightning.fabric": "lightning_fabric"}),
+}
+
+
+def git_tests(suite, folder):
+    """The tests of the installed ``suite`` distribution from its git repository at the release's tag, with their
+    imports rewritten for the installed distribution: (the checkout's root, the tests)."""
+    _, tests, _ = SUITES[suite]
+    repository, tag, imports = GIT_SOURCES[suite]
+    root, tag = os.path.join(folder, "source"), tag.format(version=importlib.metadata.version(suite))
+    origin = os.environ.get("ZEROPATCH_PEER_GIT", repository)
+    if "://" in origin:
+        subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", tag, origin, root], check=True, timeout=600)
+    else:  # a local copy (a mirror may lack large files the tests do not need): only the tests, from the tag
+        os.makedirs(root)
+        archive = subprocess.run(["git", f"--git-dir={origin}", "archive", tag, tests], check=True, timeout=600,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "x", "-C", root], input=archive, check=True, timeout=600)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in imports) + r")\b")
+    for directory, _, files in os.walk(os.path.join(root, tests)):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                with open(path, encoding="utf-8") as file:
+                    text = file.read()
+                with open(path, "w", encoding="utf-8") as file:
+                    file.write(pattern.sub(lambda match: imports[match.group(1)], text))
+    return root, tests
 
 
 def source_tests(suite, folder):
     """The source release of the installed ``suite`` distribution, unpacked in ``folder``: (its root, the tests)."""
+    if suite in GIT_SOURCES:
+        return git_tests(suite, folder)
     package, tests, _ = SUITES[suite]
     version = importlib.metadata.version(suite)
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
@@ -51,9 +97,13 @@ def run_suite(suite, zeropatch, folder, source):
     package: ``-P`` keeps the release's own source folder off the path)."""
     package, _, arguments = SUITES[suite]
     cwd, location = source or (folder, os.path.dirname(importlib.import_module(package).__file__))
+    locations = [os.path.join(location, selected) for selected in SELECTIONS.get(suite, [""])]
     junit = os.path.join(folder, f"{suite}-{zeropatch}.xml")
-    env = dict(os.environ, ZEROPATCH=zeropatch, OMP_NUM_THREADS="1")
-    subprocess.run([sys.executable, "-P", "-m", "pytest", location, f"--junitxml={junit}", *arguments], env=env, cwd=cwd,
+    # offline: both runs see the same world (a test that would download fails, or skips, the same way twice); the
+    # environment's commands (`accelerate launch`) first on the path, as in its nox session
+    env = dict(os.environ, ZEROPATCH=zeropatch, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    subprocess.run([sys.executable, "-P", "-m", "pytest", *locations, f"--junitxml={junit}", *arguments], env=env, cwd=cwd,
                    timeout=SUITE_SECONDS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = test_results(junit)
     if source:
