@@ -13,7 +13,7 @@ optimizer dicts with a warning.
 
 Changes, on 2.x, for modules under automatic optimization whose ``training_step`` takes ``optimizer_idx`` (other
 modules keep 2.x's error, which is right for them; with one optimizer, 1.9 passed no index, so an ``optimizer_idx``
-without a default keeps 2.x's error too, where 1.9 failed with a TypeError): each batch, each
+without a default keeps the release's own error, as 1.9 failed there too): each batch, each
 optimizer in order (or, with ``"frequency"`` keys, the one whose turn the batch index falls in, as 1.9 counted) gets
 1.9's sequence: the other optimizers' parameters frozen (``toggle_optimizer``), ``training_step(...,
 optimizer_idx)``, backward, ``optimizer_step`` (gradient clipping and accumulation as configured), zero_grad,
@@ -92,7 +92,8 @@ def _counting_batches():
 
 def _allowing_legacy_optimizers(wrapped, instance, args, kwargs):
     """2.x refuses optimizer_idx in training_step; 1.x code under automatic optimization had it. With one optimizer
-    1.9 passed none: a default serves, as it served there; without one, 1.9 failed too, and 2.x's error says why."""
+    1.9 passed none: a default serves, as it served there; without one, 1.9 failed too, and the release's own error
+    stands (2.1 onwards say what to change)."""
     optimizers, module = args
     parameter = _optimizer_idx_parameter(module) if module.automatic_optimization else None
     if parameter is not None and (len(optimizers) > 1 or parameter.default is not inspect.Parameter.empty):
