@@ -49,7 +49,7 @@ def test_several_optimizers_without_optimizer_idx_keep_2x_error(tmp_path):
 @requires("pytorch_lightning")
 def test_one_optimizer_with_optimizer_idx_trains_only_where_1_9_did():
     """One optimizer: 1.9 passed no optimizer_idx, so a default served (it trains) and a required one failed there
-    too: the release's own error is kept (2.1 onwards say what to change; pytorch-lightning's own suite asserts it)."""
+    too: the release's own error is kept (2.6's says what to change, and its own suite asserts it; 2.0's is a TypeError)."""
     assert_ok(run_python('''
 import zeropatch, pytorch_lightning as pl
 from pytorch_lightning.demos.boring_classes import BoringModel

@@ -93,7 +93,7 @@ def _counting_batches():
 def _allowing_legacy_optimizers(wrapped, instance, args, kwargs):
     """2.x refuses optimizer_idx in training_step; 1.x code under automatic optimization had it. With one optimizer
     1.9 passed none: a default serves, as it served there; without one, 1.9 failed too, and the release's own error
-    stands (2.1 onwards say what to change)."""
+    stands (2.6 says what to change; 2.0 raised a TypeError)."""
     optimizers, module = args
     parameter = _optimizer_idx_parameter(module) if module.automatic_optimization else None
     if parameter is not None and (len(optimizers) > 1 or parameter.default is not inspect.Parameter.empty):
