@@ -4,7 +4,8 @@ training script on an offline node does, plus the hub names legacy scripts call 
 Without zeropatch (huggingface_hub >= 1.0):
   ImportError: cannot import name 'hf_cache_home' from 'huggingface_hub.constants'
 (on 0.26-0.36: "cannot import name 'cached_download' from 'huggingface_hub'"; on 0.25: "No module named
-'huggingface_hub.utils._errors'"; past the imports, diffusers 0.24 passes use_auth_token= to hf_hub_download). With `zeropatch run -- python repro.py` diffusers imports and loads.
+'huggingface_hub.utils._errors'"; past the imports, diffusers 0.24 passes use_auth_token= to hf_hub_download).
+With `zeropatch run -- python repro.py` diffusers imports and loads.
 """
 
 import os
