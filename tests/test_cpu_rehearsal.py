@@ -135,8 +135,10 @@ def test_without_the_rehearsal_accelerate_sees_one_rank_each_and_the_script_stop
                         [str(SCRIPTS / "train_accelerate.py"), str(tmp_path)], env=clean_environment())
     assert plain.returncode != 0 and "Training currently requires at least one GPU" in plain.stderr, plain.stderr[-2000:]
     probe = tmp_path / "processes.py"
-    probe.write_text("import os\nfrom accelerate import PartialState\n"  # one write per rank: lines do not interleave
-                     "os.write(1, f'processes {PartialState().num_processes}\\n'.encode())\n")
+    # one write per rank (lines do not interleave), then a barrier: a rank that exits while the other still connects
+    # its gloo mesh fails that one ("Connection closed by peer")
+    probe.write_text("import os\nfrom accelerate import PartialState\nstate = PartialState()\n"
+                     "os.write(1, f'processes {state.num_processes}\\n'.encode())\nstate.wait_for_everyone()\n")
     for launch, processes in ((TORCHRUN, 1), (REHEARSE + TORCHRUN, 2)):
         result = run_command(launch + [str(probe)], env=clean_environment())
         assert_ok(result)
