@@ -18,7 +18,7 @@ never dropped silently. Not restored: the keywords given by position; 0.50's oth
 
 import inspect
 
-from zeropatch._core import NotNeeded, Patch, inform_once
+from zeropatch._core import NotNeeded, Patch, inform_once, installed_version
 
 # optimizer family (the class name without "Paged" and "8bit" / "32bit") -> the removed keywords it took, with the
 # value that asks for what the release still does
@@ -54,8 +54,6 @@ def _taking(took):
 
 
 def _release():
-    from zeropatch._core import installed_version
-
     return installed_version("bitsandbytes") or "0.50"
 
 
@@ -83,7 +81,7 @@ PATCH = Patch(
     targets=("bitsandbytes.optim",),
     apply=apply,
     errors=(r"__init__\(\) got an unexpected keyword argument '(percentile_clipping|block_wise)'",),
-    looks_for=tuple(f"call bitsandbytes.optim.{prefix}{family}{suffix} with percentile_clipping|block_wise"
-                    for family in TOOK for prefix in ("", *(("Paged",) if family in PAGED else ()))
+    looks_for=tuple(f"call bitsandbytes.optim.{prefix}{family}{suffix} with {'|'.join(took)}"
+                    for family, took in TOOK.items() for prefix in ("", *(("Paged",) if family in PAGED else ()))
                     for suffix in ("", "8bit", "32bit")),
 )
