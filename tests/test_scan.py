@@ -9,7 +9,8 @@ import pytest
 
 from conftest import ROOT, assert_ok, run_command
 from zeropatch import _core
-from zeropatch._scan import Signature, scan
+from zeropatch._scan import scan
+from zeropatch._signatures import Signature
 
 ZEROPATCH = [sys.executable, "-m", "zeropatch"]
 PATCHES = [entry.patch for entry in _core._registry().values()]

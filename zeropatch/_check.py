@@ -15,7 +15,7 @@ import os
 import sys
 import traceback
 
-from zeropatch._scan import handles_import_errors
+from zeropatch._python_reader import handles_import_errors
 
 
 def _attribute_chain(node):

@@ -39,7 +39,7 @@ class Patch:
     for the job report, or None when it did nothing worth a line there. ``looks_for``: what in a repository's code or
     launch files meets this drift, for ``zeropatch check PATH`` to find without running it (``import torch._six``,
     ``name numpy.float``, ``call transformers.Trainer with tokenizer``, ``override transformers.Trainer
-    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_scan.py``).
+    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_signatures.py``).
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",

@@ -1,0 +1,218 @@
+"""One Python file read for ``zeropatch check``: its imports resolved (local name -> dotted name) and the classes it
+derives from libraries' classes, then every node matched against the signatures (``_signatures``).
+Names resolve through the file's own imports (``import numpy as np``, ``from transformers import Trainer``);
+what cannot be resolved statically (``getattr``, values passed around) is not seen.
+"""
+
+import ast
+import fnmatch
+
+from zeropatch._signatures import Finding
+from zeropatch._versions import installed_version
+
+IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+class PythonFileReader(ast.NodeVisitor):
+    """One Python file: its imports (local name -> dotted name), then every node matched against the signatures."""
+
+    def __init__(self, path, tree, lines, table, options, local_modules):
+        self.path, self.tree, self.lines, self.table, self.options = path, tree, lines, table, options
+        self.local_modules = local_modules
+        self.aliases = {}
+        self.derived = {}  # a class of this file (later: of the repository) -> the library classes it derives from
+        self.optional = set()  # import nodes inside a try that handles ImportError
+        self.findings = []
+        self.missing = []  # (node, top-level module): maybe installed nowhere (scan() asks)
+        self.imports = []  # (node, absolute module name), every import of the file
+
+    def prepare(self):
+        """The file's imports and the library classes its classes derive from (before ``find``)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Try) and handles_import_errors(node):
+                self.optional.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.aliases[top] = top
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        self._derive_classes()
+
+    def find(self, repository_classes):
+        """Every match of the signatures; ``repository_classes``: class name -> library bases, over the repository."""
+        self.derived = {**repository_classes, **self.derived}
+        self.visit(self.tree)
+        return self.findings
+
+    def _derive_classes(self):
+        classes = [node for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)]
+        changed = True
+        while changed:  # a class derived from a class of this file derived from a library's
+            changed = False
+            for node in classes:
+                bases = set()
+                for base in node.bases:
+                    bases |= self.derived.get(getattr(base, "id", None), set()) | {self.resolve(base)} - {None}
+                if bases != self.derived.get(node.name, set()):
+                    self.derived[node.name] = bases
+                    changed = True
+
+    def resolve(self, node):
+        """The dotted name an expression stands for through this file's imports, or None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def _found(self, node, signature, patch):
+        code = self.lines[node.lineno - 1].strip() if node.lineno <= len(self.lines) else ""
+        self.findings.append(Finding(self.path, node.lineno, code, patch.name, signature.text))
+
+    def _check_module(self, node, module):
+        optional = id(node) in self.optional
+        for signature, patch in self.table["import"]:
+            if (module == signature.target or module.startswith(signature.target + ".")) and not (
+                    optional and patch.provides):
+                self._found(node, signature, patch)
+                return True
+        return False
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self.imports.append((node, alias.name))
+            if not self._check_module(node, alias.name):
+                self._note_missing(node, alias.name)
+
+    def visit_ImportFrom(self, node):
+        if node.level or not node.module:
+            return
+        self.imports.append((node, node.module))
+        if self._check_module(node, node.module):
+            return
+        for alias in node.names:
+            dotted = f"{node.module}.{alias.name}"
+            if self._check_module(node, dotted):
+                return
+            for signature, patch in self.table["name"]:
+                if dotted == signature.target:
+                    self._found(node, signature, patch)
+        self._note_missing(node, node.module)
+
+    def _note_missing(self, node, module):
+        top = module.split(".")[0]
+        if id(node) not in self.optional and self.local_modules is not None and top not in self.local_modules:
+            self.missing.append((node, top))
+
+    def visit_Attribute(self, node):
+        if isinstance(node.ctx, ast.Load):
+            dotted = self.resolve(node)
+            for signature, patch in self.table["name"]:
+                if dotted == signature.target:
+                    self._found(node, signature, patch)
+        for signature, patch in self.table["attribute"]:
+            if node.attr == signature.target:
+                self._found(node, signature, patch)
+        self.generic_visit(node)
+
+    def _class_bases(self, node):
+        """The library classes a class expression of this file or the repository derives from."""
+        name = node.id if isinstance(node, ast.Name) else (self.resolve(node) or "").rpartition(".")[2]
+        return self.derived.get(name, set())
+
+    def visit_Call(self, node):
+        called = self.resolve(node.func)
+        names = {called} if called else set()
+        if isinstance(node.func, (ast.Name, ast.Attribute)):
+            names |= self._class_bases(node.func)
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, (ast.Name, ast.Attribute)):
+            names |= {f"{base}.{node.func.attr}" for base in self._class_bases(node.func.value)}
+        keywords = {keyword.arg for keyword in node.keywords}  # any keyword named breaks where it was removed;
+        valued = {keyword.arg for keyword in node.keywords if not _maybe_none(keyword.value)}  # None is not a value
+        method = node.func.attr if isinstance(node.func, ast.Attribute) and called is None else None
+        found = set()
+        for signature, patch in self.table["call"]:
+            if patch.name in found:
+                continue
+            if signature.target.startswith("*."):
+                if signature.target[2:] != method:
+                    continue
+            elif not any(fnmatch.fnmatchcase(name, signature.target) for name in names):
+                continue
+            if signature.keyword is None or (bool(signature.keyword & keywords) if signature.present
+                                             else not signature.keyword & valued):
+                self._found(node, signature, patch)
+                found.add(patch.name)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and node.value.startswith("--"):
+            option = node.value.split("=", 1)[0]
+            for pattern, signature, patch in self.options:
+                if signature.kind == "option" and pattern.fullmatch(option):
+                    self._found(node, signature, patch)
+
+    def visit_Assert(self, node):
+        """``assert timm.__version__ == "0.3.2"`` (MAE): a release demanded at run time, which no patch meets (zeropatch
+        never reports a version it does not have)."""
+        test = node.test
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.left, ast.Attribute) and test.left.attr == "__version__"
+                and isinstance(test.comparators[0], ast.Constant) and isinstance(test.comparators[0].value, str)):
+            module = self.resolve(test.left.value)
+            wanted, installed = test.comparators[0].value, module and installed_version(module.split(".")[0])
+            if installed and installed != wanted:
+                self.findings.append(Finding(
+                    self.path, node.lineno, self.lines[node.lineno - 1].strip(),
+                    advice=f"asserts {module} {wanted}, {installed} is installed: the script stops here, and no patch "
+                           f"changes a version; run it with python -O (asserts skipped) or delete the line"))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node):
+        for key in node.keys:
+            for signature, patch in self.table["key"]:
+                if isinstance(key, ast.Constant) and key.value == signature.target:
+                    self._found(key, signature, patch)
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node):
+        bases = self.derived.get(node.name, set())
+        methods = {item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for signature, patch in self.table["override"]:
+            method = methods.get(signature.method)
+            if signature.target in bases and method is not None and method.args.kwarg is None:
+                self._found(method, signature, patch)
+        for signature, patch in self.table["define"]:
+            method = methods.get(signature.method)
+            if signature.target in bases and method is not None:
+                named = {getattr(inner, "attr", None) or getattr(inner, "id", None) or getattr(inner, "arg", None)
+                         for inner in ast.walk(method)}
+                if signature.keyword is None or bool(signature.keyword & named) == signature.present:
+                    self._found(method, signature, patch)
+        self.generic_visit(node)
+
+
+def _maybe_none(value):
+    """``None``, or ``x if c else None``: a keyword given so may as well not be given (``torch_dtype=(torch.bfloat16
+    if bf16 else None)``)."""
+    if isinstance(value, ast.IfExp):
+        return _maybe_none(value.body) or _maybe_none(value.orelse)
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def handles_import_errors(node):
+    """Whether a ``try`` statement handles a failed import (its imports are optional)."""
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(isinstance(name, ast.Name) and name.id in IMPORT_ERRORS for name in names):
+            return True
+    return False

@@ -1,0 +1,75 @@
+"""What ``zeropatch check PATH`` looks for, and what it found (a ``Finding``: file, line, code, and why).
+
+What it looks for is declared by the patches, next to their error texts (``Patch.looks_for``), one signature each:
+
+- ``import MODULE``: an import of a module a release removed or moved (``import torch._six``, ``from torch._six
+  import inf``, ``from torch import _six``), also one of its submodules;
+- ``name DOTTED``: a name read off a module (``np.float`` after ``import numpy as np``, ``from numpy import float``);
+- ``attribute NAME``: an attribute of any object read or set under a name only the library's objects have
+  (``optimizer._param_store``, ``config.rope_scaling = ...``);
+- ``call DOTTED [with KEYWORDS | without KEYWORDS]``: a call of a function or class (through the file's imports, and
+  the repository's classes derived from it), with or without a keyword (``call transformers.Trainer with
+  tokenizer``; ``a|b``: any of them); ``*`` in DOTTED stands for any part (``call transformers.*ForCausalLM.from_pretrained``), and
+  ``*.METHOD`` for a method of an object the file's imports do not name (``draw.textsize(...)``, not
+  ``os.path.getsize``);
+- ``override DOTTED METHOD``: a class derived from ``DOTTED`` defines ``METHOD`` without ``**kwargs`` (the library now
+  passes it arguments it does not take);
+- ``define DOTTED METHOD [with|without NAMES]``: a class derived from ``DOTTED`` defines ``METHOD``, whose parameters
+  and body do (or do not) name one of ``NAMES`` (``define transformers.PreTrainedModel __init__ without post_init``);
+- ``option --NAME``: a command-line option in a launch file (``.sh``, ``.md``, ``.yaml``, ...), either spelling
+  (``--warmup_ratio``, ``--warmup-ratio``), or a Python string that is the option (``add_argument("--local_rank")``,
+  ``sys.argv += ["--warmup_ratio", "0.03"]``);
+- ``key NAME``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python dict literal.
+"""
+
+KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key")
+
+
+class Signature:
+    """One parsed ``looks_for`` entry."""
+
+    __slots__ = ("kind", "target", "method", "keyword", "present", "text")
+
+    def __init__(self, text):
+        words = text.split()
+        self.text = text
+        self.keyword = None
+        self.present = True
+        if not words or words[0] not in KINDS or len(words) < 2:
+            raise ValueError(f"looks_for entry {text!r}: it starts with one of {', '.join(KINDS)}, then what to find")
+        self.kind, self.target = words[0], words[1]
+        rest = words[2:]
+        self.method = None
+        if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
+            self.method, rest = rest[0], rest[1:]
+        if self.kind in ("call", "define") and rest[:1] in (["with"], ["without"]) and len(rest) == 2:
+            self.present, self.keyword = rest[0] == "with", frozenset(rest[1].split("|"))
+        elif self.kind == "override" and len(rest) == 1:
+            self.method = rest[0]
+        elif rest or self.kind == "override" or (self.kind == "define" and self.method is None) or (self.kind == "option") != self.target.startswith("--"):
+            raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
+                             f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
+                             f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME'")
+
+
+class Finding:
+    """Code that will break: where, the line, and why (a patch, or what no patch fixes)."""
+
+    __slots__ = ("path", "line", "code", "patch", "signature", "advice")
+
+    def __init__(self, path, line, code, patch=None, signature=None, advice=None):
+        self.path, self.line, self.code = path, line, code
+        self.patch, self.signature, self.advice = patch, signature, advice
+
+    def __repr__(self):
+        return f"Finding({self.path}:{self.line}, {self.patch or self.advice!r})"
+
+
+def signatures(patches):
+    """(kind -> [(Signature, patch)]) for the patches that declare what to look for."""
+    table = {kind: [] for kind in KINDS}
+    for patch in patches:
+        for text in patch.looks_for:
+            signature = Signature(text)
+            table[signature.kind].append((signature, patch))
+    return table
