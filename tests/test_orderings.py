@@ -82,6 +82,8 @@ CASES = {
     "hf_generate_cache_name": (("transformers",), ("transformers.generation.utils",),
                                "from transformers.generation.utils import GenerationMixin as G; assert callable(G.generate)",
                                False),
+    "hf_attn_mask_utils": (("transformers",), ("transformers.modeling_attn_mask_utils",),
+                           "import transformers; assert transformers.__version__", False),
     "hf_cache_legacy_api": (("transformers",), ("transformers.cache_utils",),
                             "from transformers.cache_utils import DynamicCache; assert DynamicCache().get_seq_length() == 0",
                             False),
@@ -170,7 +172,7 @@ CASES = {
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
-            "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls", "hf_attn_mask_utils"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}

@@ -104,24 +104,17 @@ def is_torch_tpu_available(check_device=True):
 def _expand_mask(mask, dtype, tgt_len=None):
     """``[bsz, src_len]`` (1 keep, 0 mask) -> an additive ``[bsz, 1, tgt_len, src_len]`` mask of ``dtype``: 0 where
     kept, the dtype's lowest value where masked (transformers < 4.35's helper, restored by zeropatch)."""
-    import torch
+    from zeropatch.patches.transformers._masks_4x import expand_mask
 
-    batch, source = mask.shape
-    masked = (1.0 - mask[:, None, None, :].to(dtype)).expand(batch, 1, source if tgt_len is None else tgt_len, source)
-    return masked.masked_fill(masked.to(torch.bool), torch.finfo(dtype).min)
+    return expand_mask(mask, dtype, tgt_len)
 
 
 def _make_causal_mask(input_ids_shape, dtype, device, past_key_values_length=0):
     """The additive causal mask ``[bsz, 1, tgt_len, past + tgt_len]``: query i sees every past key and keys 0..i of
     its own; an expanded view (transformers < 4.35's helper, restored by zeropatch)."""
-    import torch
+    from zeropatch.patches.transformers._masks_4x import make_causal_mask
 
-    batch, target = input_ids_shape
-    future = torch.ones(target, target, dtype=torch.bool, device=device).triu(1)
-    mask = torch.zeros(target, target, dtype=dtype, device=device).masked_fill(future, torch.finfo(dtype).min)
-    if past_key_values_length > 0:
-        mask = torch.cat([torch.zeros(target, past_key_values_length, dtype=dtype, device=device), mask], dim=-1)
-    return mask[None, None].expand(batch, 1, target, target + past_key_values_length)
+    return make_causal_mask(input_ids_shape, dtype, device, past_key_values_length)
 
 
 @contextlib.contextmanager
