@@ -35,3 +35,26 @@ config.rope_scaling = {"type": "linear", "factor": 2.0}
 assert config.rope_parameters.get("rope_theta") is None, config.rope_parameters
 print("ok")
 '''))
+
+
+def test_a_config_class_written_for_4x_reads_rope_scaling_as_4x():
+    """A remote-code config class (its __init__ takes rope_scaling, as Phi-3's and InternLM2's do) reads None when
+    unscaled and its scaling alone when scaled; transformers' own classes read the full parameters, as today."""
+    assert_ok(run_python('''
+import zeropatch
+from transformers import LlamaConfig, PretrainedConfig
+class RemoteConfig(PretrainedConfig):
+    model_type = "remote_llama"
+    def __init__(self, hidden_size=8, rope_theta=10000.0, rope_scaling=None, **kwargs):
+        self.hidden_size, self.rope_theta, self.rope_scaling = hidden_size, rope_theta, rope_scaling
+        super().__init__(**kwargs)
+assert RemoteConfig().rope_scaling is None
+scaled = RemoteConfig(rope_scaling={"type": "linear", "factor": 2.0})
+assert scaled.rope_scaling["type"] == "linear" and scaled.rope_scaling["factor"] == 2.0
+assert "rope_theta" not in scaled.rope_scaling and scaled.rope_parameters["rope_theta"] == 10000.0
+own = LlamaConfig(hidden_size=8, num_attention_heads=2)
+assert own.rope_scaling == own.rope_parameters and own.rope_scaling["rope_type"] == "default"
+zeropatch.uninstall("hf_rope_scaling")
+assert RemoteConfig().rope_scaling == {"rope_theta": 10000.0, "rope_type": "default"}, RemoteConfig().rope_scaling
+print("ok")
+'''))
