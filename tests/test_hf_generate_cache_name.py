@@ -94,10 +94,16 @@ print("status", zeropatch.status("hf_generate_cache_name")[0].state)
 def test_transformers_own_models_are_untouched_and_uninstall_puts_generate_back():
     assert_ok(run_python(MODELS + '''
 from transformers.generation.utils import GenerationMixin
-original = GenerationMixin.__dict__["generate"]
+from zeropatch.patches.transformers.hf_generate_cache_name import _generate_for_legacy_models as ours
+def wrappers(function):  # the wrapt wrappers stacked on generate (other patches' too), outermost first
+    found = []
+    while hasattr(function, "_self_wrapper"):
+        found, function = found + [function._self_wrapper], function.__wrapped__
+    return found
 got = generate(base)
 assert torch.equal(got, want) and "prepare_inputs_for_generation" not in vars(base)
 applied = zeropatch.status("hf_generate_cache_name")[0].state == "applied"
+assert (ours in wrappers(GenerationMixin.__dict__["generate"])) == applied
 zeropatch.uninstall("hf_generate_cache_name")
-assert GenerationMixin.__dict__["generate"] is (original.__wrapped__ if applied else original)
+assert ours not in wrappers(GenerationMixin.__dict__["generate"])
 '''))

@@ -82,6 +82,12 @@ CASES = {
     "hf_generate_cache_name": (("transformers",), ("transformers.generation.utils",),
                                "from transformers.generation.utils import GenerationMixin as G; assert callable(G.generate)",
                                False),
+    "hf_generation_mixin": (("transformers",), ("transformers.modeling_utils",),
+                            "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
+                            "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
+    "hf_generate_position_ids": (("transformers",), ("transformers.generation.utils",),
+                                 "from transformers.generation.utils import GenerationMixin as G; assert callable(G.generate)",
+                                 False),
     "hf_attn_mask_utils": (("transformers",), ("transformers.modeling_attn_mask_utils",),
                            "import transformers; assert transformers.__version__", False),
     "hf_cache_legacy_api": (("transformers",), ("transformers.cache_utils",),

@@ -153,6 +153,13 @@ REPROS = {
     "hf_generate_cache_name": (("torch", "transformers"), None, "all", {},
                                lambda: distribution_version("transformers") >= (5, 24), None,
                                "repro: both legacy models generated transformers' own tokens"),
+    "hf_generation_mixin": (("torch", "transformers"), None, "all", {},
+                            lambda: distribution_version("transformers") >= (4, 50), None,
+                            "repro: the 4.49-style model generated its greedy tokens"),
+    # on 5.24 the model's forward names past_key_values: the failing run keeps hf_generate_cache_name, which 5.24 needs
+    "hf_generate_position_ids": (("torch", "transformers"), "hf_generate_cache_name", "all", {},
+                                 lambda: distribution_version("transformers") >= (5, 2), None,
+                                 "repro: generate with the cache gave the greedy tokens"),
     "hf_attn_mask_utils": (("torch", "transformers"), None, "all", {},
                            lambda: distribution_version("transformers") >= (5, 24), None,
                            "repro: the 2024 decoder layer's masks are 4.57's"),

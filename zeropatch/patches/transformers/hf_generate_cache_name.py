@@ -19,9 +19,9 @@ import functools
 import inspect
 
 from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch.patches.transformers._prepare_hook import HOOK, generate_with_the_hook_wrapped
 
 OLD, NEW = "past_key_values", "cache"
-_HOOK = "prepare_inputs_for_generation"
 
 
 @functools.lru_cache(maxsize=256)
@@ -49,20 +49,16 @@ def _with_the_old_name(prepare):
 
 def _generate_for_legacy_models(wrapped, model, args, kwargs):
     forward = getattr(type(model), "forward", None)
-    if model is None or forward is None or not _names_only_the_old(forward) or _HOOK in vars(model):
+    if model is None or forward is None or not _names_only_the_old(forward):
         return wrapped(*args, **kwargs)
-    vars(model)[_HOOK] = _with_the_old_name(getattr(model, _HOOK))  # this call's lookups of self.<hook> find it
-    try:
-        return wrapped(*args, **kwargs)
-    finally:
-        vars(model).pop(_HOOK, None)
+    return generate_with_the_hook_wrapped(model, _with_the_old_name, wrapped, args, kwargs)
 
 
 def apply(patcher, generation_utils):
     mixin = getattr(generation_utils, "GenerationMixin", None)
-    if mixin is None or not callable(getattr(mixin, "generate", None)) or not callable(getattr(mixin, _HOOK, None)):
+    if mixin is None or not callable(getattr(mixin, "generate", None)) or not callable(getattr(mixin, HOOK, None)):
         raise Skip("transformers.generation.utils has no GenerationMixin.generate / prepare_inputs_for_generation")
-    if not inspect.signature(getattr(mixin, _HOOK)).parameters.keys() >= {NEW}:
+    if not inspect.signature(getattr(mixin, HOOK)).parameters.keys() >= {NEW}:
         raise NotNeeded("generate still passes the cache as past_key_values (transformers <= 5.23)")
     patcher.wrap(mixin, "generate", _generate_for_legacy_models)
     return "generate passes the cache as past_key_values to models whose forward names it so"
