@@ -19,7 +19,7 @@ import functools
 import inspect
 
 from zeropatch._core import NotNeeded, Patch, Skip
-from zeropatch.patches.transformers._prepare_hook import HOOK, generate_with_the_hook_wrapped
+from zeropatch.patches.transformers._during_generate import HOOK, generate_with_wrapped
 
 OLD, NEW = "past_key_values", "cache"
 
@@ -51,7 +51,7 @@ def _generate_for_legacy_models(wrapped, model, args, kwargs):
     forward = getattr(type(model), "forward", None)
     if model is None or forward is None or not _names_only_the_old(forward):
         return wrapped(*args, **kwargs)
-    return generate_with_the_hook_wrapped(model, _with_the_old_name, wrapped, args, kwargs)
+    return generate_with_wrapped(model, {HOOK: _with_the_old_name}, wrapped, args, kwargs)
 
 
 def apply(patcher, generation_utils):

@@ -17,7 +17,7 @@ are handed on, as before; transformers' own hook and overrides that make none ar
 import functools
 
 from zeropatch._core import NotNeeded, Patch, Skip
-from zeropatch.patches.transformers._prepare_hook import HOOK, generate_with_the_hook_wrapped
+from zeropatch.patches.transformers._during_generate import HOOK, generate_with_wrapped
 
 KEY = "position_ids"
 
@@ -43,7 +43,7 @@ def _generate_for_4x_hooks(wrapped, model, args, kwargs):
     hook = getattr(type(model), HOOK, None) if model is not None else None
     if hook is None or KEY in kwargs or not _makes_its_own(hook):
         return wrapped(*args, **kwargs)
-    return generate_with_the_hook_wrapped(model, _without_generates_position_ids, wrapped, args, kwargs)
+    return generate_with_wrapped(model, {HOOK: _without_generates_position_ids}, wrapped, args, kwargs)
 
 
 def apply(patcher, generation_utils):
