@@ -44,6 +44,9 @@ RUNS = {
         "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "xformers_fallback", "cpu_rehearsal"}),
     "mae": ("facebookresearch/mae efb2a80 (pre-training, fine-tuning, linear probing)", {
         "torch_six", "timm_legacy_api", "numpy_aliases", "torch_load", "torchvision_get_image_size", "cpu_rehearsal"}),
+    "InternVL": ("OpenGVLab/InternVL 2410d1d (its vendored Phi-3 and InternLM2: decoding, generate)", {
+        "hf_cache_legacy_api", "hf_attn_mask_utils", "hf_rope_scaling", "hf_generation_mixin", "hf_generate_position_ids",
+        "hf_generate_tuple_cache", "hf_generate_cache_name"}),
 }
 
 
