@@ -29,8 +29,8 @@ Not restored: iterating a DynamicCache yields (key, value, sliding window) since
 ``crop(max_length)``, whose argument means tokens to remove since 5.15.
 """
 
-import functools
 import inspect
+import operator
 import sys
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, version_tuple, warn_once
@@ -171,11 +171,17 @@ def report():
                          if _TALLY.counts else None)
 
 
-def _native_maximum(cache):
-    """The installed release's reading of a cache's maximum on layer 0: 5.13's get_max_length, else
-    get_max_cache_shape (4.46-5.19), which took a layer index from 4.54."""
-    native = vars(cache).get("get_max_length") or cache.get_max_cache_shape
-    return functools.partial(native, layer_idx=0) if "layer_idx" in inspect.signature(native).parameters else native
+def _native_maximum(cache_class):
+    """How the installed release reads a cache's maximum on layer 0 (each cache class its own way): 5.13's
+    get_max_length, else get_max_cache_shape (4.46-5.19), which took a layer index from 4.54."""
+    name = "get_max_length" if "get_max_length" in vars(cache_class) else "get_max_cache_shape"
+    takes_a_layer = "layer_idx" in inspect.signature(getattr(cache_class, name)).parameters
+    return operator.methodcaller(name, 0) if takes_a_layer else operator.methodcaller(name)
+
+
+def _has(owner, name):
+    """Whether ``owner`` has ``name``, without running it (4.39-4.53's ``seen_tokens`` warns when read)."""
+    return inspect.getattr_static(owner, name, _has) is not _has
 
 
 def apply(patcher, cache_utils):
@@ -188,15 +194,16 @@ def apply(patcher, cache_utils):
                 "get_max_length": get_max_length, "key_cache": _layer_tensors("key"),
                 "value_cache": _layer_tensors("value"), "__getitem__": layer_pair}
     on_dynamic = {"from_legacy_cache": classmethod(from_legacy_cache), "to_legacy_cache": to_legacy_cache}
-    missing_on_cache = {name: value for name, value in on_cache.items() if not hasattr(cache, name)}
-    missing_on_dynamic = {name: value for name, value in on_dynamic.items() if not hasattr(dynamic, name)}
+    probe = dynamic()  # what legacy code asks: a DynamicCache (4.4x kept key_cache on the instance)
+    missing_on_cache = {name: value for name, value in on_cache.items() if not _has(probe, name)}
+    missing_on_dynamic = {name: value for name, value in on_dynamic.items() if not _has(dynamic, name)}
     import transformers
 
     max_length_changed = version_tuple(transformers.__version__) >= version_tuple(MAX_LENGTH_CHANGED_IN)
     if not (missing_on_cache or missing_on_dynamic or max_length_changed):
         raise NotNeeded("transformers' Cache still has the 4.4x API")
     native_max_length = "get_max_length" in vars(cache)
-    _native["maximum"] = _native_maximum(cache)
+    _native["maximum"] = _native_maximum(cache)  # before get_max_length is put back or wrapped
     patcher.add_methods(cache, missing_on_cache)
     patcher.add_methods(dynamic, missing_on_dynamic)
     done = sorted(missing_on_cache) + sorted(missing_on_dynamic)
@@ -211,7 +218,7 @@ PATCH = Patch(
     summary="the 2024 KV-cache API remote-code models call (get_usable_length, seen_tokens, from_legacy_cache, "
     "key_cache, get_max_length None for no maximum) back on transformers' Cache",
     package="transformers",
-    affected="4.49.0-5.24.0",
+    affected="4.49.0-5.24.0 (swept: 4.49.0, 4.57.3, 5.13.0, 5.24.0)",
     targets=("transformers.cache_utils",),
     apply=apply,
     report=report,

@@ -61,7 +61,7 @@ PATCH = Patch(
     summary="generate leaves a 4.x prepare_inputs_for_generation (remote-code Phi-3, MiniCPM, InternLM2) to make its "
     "own position ids, as up to 5.1 (5.2: the whole sequence's positions for each new token)",
     package="transformers",
-    affected="5.2.0-5.24.0",
+    affected="5.2.0-5.24.0 (swept: 5.13.0, 5.24.0; read: generate makes position ids from 5.2.0, not in 5.1.0)",
     targets=("transformers.generation.utils",),
     apply=apply,
     errors=(r"Sizes of tensors must match except in dimension 2",),

@@ -99,7 +99,7 @@ PATCH = Patch(
     summary="config.rope_scaling = {...} after construction (FastChat's long-context path) keeps rope_theta, and a "
     "remote-code config class written for 4.x reads rope_scaling as 4.x (None when unscaled)",
     package="transformers",
-    affected="5.0.0-5.23.0 (swept)",
+    affected="5.0.0-5.24.0 (swept)",
     targets=("transformers.configuration_utils",),
     apply=apply,
     errors=(r"unsupported operand type\(s\) for \*\* or pow\(\): 'NoneType' and 'Tensor'", r"KeyError: 'rope_type'",
