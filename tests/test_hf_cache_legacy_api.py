@@ -2,6 +2,8 @@
 here; ``get_max_length`` answers each caller in the meaning it was written for; a subclass written for 4.36 keeps its
 own count and lists; uninstall takes the names away. The repro decodes a 2024-style model with and without a cache."""
 
+import ast
+
 import pytest
 
 from conftest import assert_ok, clean_environment, distribution_version, requires, run_python
@@ -82,10 +84,20 @@ print("ok")
 
 
 def test_uninstall_takes_the_names_away():
-    assert_ok(run_python('import zeropatch' + PAST + '''
-cache = DynamicCache.from_legacy_cache(past)
-zeropatch.uninstall("hf_cache_legacy_api")
-assert not hasattr(DynamicCache, "from_legacy_cache") and not hasattr(cache, "seen_tokens")
-assert not hasattr(cache, "get_usable_length") and not hasattr(cache, "key_cache")
-print("ok")
-'''))
+    """After uninstall a DynamicCache answers exactly the names the release itself has."""
+    names = ("from_legacy_cache", "to_legacy_cache", "seen_tokens", "get_usable_length", "get_max_length", "key_cache",
+             "value_cache", "__getitem__")
+    answered = f"""
+import inspect
+from transformers.cache_utils import DynamicCache
+print(sorted(name for name in {names!r} if inspect.getattr_static(DynamicCache(), name, None) is not None))
+"""
+    native = run_python(answered, env=clean_environment(ZEROPATCH="0"))
+    assert_ok(native)
+    after = run_python("import zeropatch\nzeropatch.uninstall('hf_cache_legacy_api')" + answered,
+                       env=clean_environment())
+    assert_ok(after)
+    assert after.stdout.splitlines()[-1] == native.stdout.splitlines()[-1], (after.stdout, native.stdout)
+    installed = run_python("import zeropatch" + answered, env=clean_environment())
+    assert_ok(installed)
+    assert set(ast.literal_eval(installed.stdout.splitlines()[-1])) == set(names)  # all answered while installed
