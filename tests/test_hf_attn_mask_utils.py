@@ -14,7 +14,8 @@ from conftest import assert_ok, requires, run_python
 pytestmark = requires("torch", "transformers")
 _TRANSFORMERS = importlib.util.find_spec("transformers")
 HAS_THE_MODULE = _TRANSFORMERS is not None and any(  # the library's own file, not a module zeropatch provides
-    (pathlib.Path(folder) / "modeling_attn_mask_utils.py").exists() for folder in _TRANSFORMERS.submodule_search_locations)
+    (pathlib.Path(folder) / "modeling_attn_mask_utils.py").exists()
+    for folder in _TRANSFORMERS.submodule_search_locations)
 FUNCTIONS = ("_prepare_4d_causal_attention_mask", "_prepare_4d_causal_attention_mask_for_sdpa")
 
 
@@ -52,7 +53,8 @@ def test_the_masks_equal_the_librarys_own():
             if mask is not None:
                 for name in ("_prepare_4d_attention_mask", "_prepare_4d_attention_mask_for_sdpa"):
                     for target in (None, query):
-                        assert same(getattr(ours, name)(mask, dtype, target), getattr(library, name)(mask, dtype, target))
+                        mine, theirs = getattr(ours, name), getattr(library, name)
+                        assert same(mine(mask, dtype, target), theirs(mask, dtype, target))
                         compared += 1
                 causal = mask[:, None, None, :].expand(batch, 1, query, past + query).to(dtype)
                 args = (causal, (batch, query), embeds, past)
@@ -62,9 +64,10 @@ def test_the_masks_equal_the_librarys_own():
         assert same(ours._create_4d_causal_attention_mask(*args), library._create_4d_causal_attention_mask(*args))
         for causal in (True, False):
             if window is None or causal:
-                mine, theirs = ours.AttentionMaskConverter(causal, window), library.AttentionMaskConverter(causal, window)
-                mask = _masks(torch, batch, past + query)[2]
-                assert same(mine.to_4d(mask, query, dtype, past + query), theirs.to_4d(mask, query, dtype, past + query))
+                mine = ours.AttentionMaskConverter(causal, window)
+                theirs = library.AttentionMaskConverter(causal, window)
+                mask, keys = _masks(torch, batch, past + query)[2], past + query
+                assert same(mine.to_4d(mask, query, dtype, keys), theirs.to_4d(mask, query, dtype, keys))
     expanded = library.AttentionMaskConverter._expand_mask(_masks(torch, 2, 3)[2], torch.float32, 3)
     assert same(ours.AttentionMaskConverter._unmask_unattended(expanded, torch.finfo(torch.float32).min),
                 library.AttentionMaskConverter._unmask_unattended(expanded, torch.finfo(torch.float32).min))

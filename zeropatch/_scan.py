@@ -136,7 +136,8 @@ def scan(root, patches, python=None, arguments=()):
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
         more = f" (and {len(places) - 1} more imports)" if len(places) > 1 else ""
         result.findings.append(Finding(where, node.lineno, ast.unparse(node),
-                                       advice=f"{top} is not installed here{more}: {kind}install it, or no patch helps"))
+                                       advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
+                                              f"helps"))
     return result
 
 

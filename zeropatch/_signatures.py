@@ -9,7 +9,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   (``optimizer._param_store``, ``config.rope_scaling = ...``);
 - ``call DOTTED [with KEYWORDS | without KEYWORDS]``: a call of a function or class (through the file's imports, and
   the repository's classes derived from it), with or without a keyword (``call transformers.Trainer with
-  tokenizer``; ``a|b``: any of them); ``*`` in DOTTED stands for any part (``call transformers.*ForCausalLM.from_pretrained``), and
+  tokenizer``; ``a|b``: any of them); ``*`` in DOTTED stands for any part (``call
+  transformers.*ForCausalLM.from_pretrained``), and
   ``*.METHOD`` for a method of an object the file's imports do not name (``draw.textsize(...)``, not
   ``os.path.getsize``);
 - ``override DOTTED METHOD``: a class derived from ``DOTTED`` defines ``METHOD`` without ``**kwargs`` (the library now
@@ -46,7 +47,8 @@ class Signature:
             self.present, self.keyword = rest[0] == "with", frozenset(rest[1].split("|"))
         elif self.kind == "override" and len(rest) == 1:
             self.method = rest[0]
-        elif rest or self.kind == "override" or (self.kind == "define" and self.method is None) or (self.kind == "option") != self.target.startswith("--"):
+        elif (rest or self.kind == "override" or (self.kind == "define" and self.method is None)
+              or (self.kind == "option") != self.target.startswith("--")):
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
                              f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
                              f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME'")

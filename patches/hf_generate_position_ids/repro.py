@@ -4,7 +4,7 @@ a ``DynamicCache``, and a ``prepare_inputs_for_generation`` that makes its posit
 ``(-1, seq_length)`` as Phi-3's does. ``model.generate`` with the cache must give the tokens of a greedy loop without
 one, written out by hand.
 
-Without zeropatch, on transformers >= 5.2 (with hf_generate_cache_name on 5.24):
+Without zeropatch, on transformers 5.13 and later (with hf_generate_cache_name on 5.24):
   RuntimeError: Sizes of tensors must match except in dimension 2. Expected size 1 but got size 6 ...
 With `zeropatch run -- python repro.py` the tokens agree.
 """
@@ -50,7 +50,8 @@ class PositionsLM(PreTrainedModel, GenerationMixin):
             k, v = past_key_values.update(k, v, 0)
         causal = torch.ones(length, past + length, dtype=torch.bool).tril(past)
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal)[:, 0]
-        return CausalLMOutputWithPast(logits=self.head(hidden + out), past_key_values=past_key_values if use_cache else None)
+        return CausalLMOutputWithPast(logits=self.head(hidden + out),
+                                      past_key_values=past_key_values if use_cache else None)
 
     def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, **kwargs):
         if past_key_values is not None and past_key_values.get_seq_length() > 0:

@@ -1,8 +1,8 @@
 """hf_generate_position_ids: ``generate`` leaves a 4.x ``prepare_inputs_for_generation`` to make its own position ids.
 
-Breaks: since transformers 5.2 ``generate`` makes the position ids itself, for the whole sequence so far, puts them in
-the keyword arguments of ``prepare_inputs_for_generation`` and counts on it to cut them to the new tokens
-(transformers' own does). The 4.x override of the Hub's remote-code models and their vendored copies (Phi-3,
+Breaks: in transformers 5.x (by 5.13; 5.2 began making them, but its generate did not yet break such hooks)
+``generate`` makes the position ids itself, for the whole sequence so far, puts them in the keyword arguments of
+``prepare_inputs_for_generation`` and counts on it to cut them to the new tokens (transformers' own does). The 4.x override of the Hub's remote-code models and their vendored copies (Phi-3,
 MiniCPM, InternLM2, Mistral-era code: ``position_ids = kwargs.get("position_ids"); if attention_mask is not None and
 position_ids is None: position_ids = attention_mask.long().cumsum(-1) - 1 ... position_ids[:, -input_ids.shape[1]:]``)
 only cuts the ones it makes, so from the second token on the model gets the whole sequence's positions for one token:
@@ -10,7 +10,7 @@ a shape error ("Sizes of tensors must match except in dimension 2") or, where th
 
 Changes: while ``generate`` runs a model whose ``prepare_inputs_for_generation`` is its own (defined outside
 transformers) and makes position ids itself (computes them with ``cumsum``), the hook is not handed the position ids
-``generate`` made, as up to 5.1: it makes them as it was written to. Position ids the caller passes to ``generate``
+``generate`` made, as 4.x did: it makes them as it was written to. Position ids the caller passes to ``generate``
 are handed on, as before; transformers' own hook and overrides that make none are left alone.
 """
 
@@ -59,9 +59,9 @@ def apply(patcher, generation_utils):
 PATCH = Patch(
     "hf_generate_position_ids",
     summary="generate leaves a 4.x prepare_inputs_for_generation (remote-code Phi-3, MiniCPM, InternLM2) to make its "
-    "own position ids, as up to 5.1 (5.2: the whole sequence's positions for each new token)",
+    "own position ids, as 4.x did (5.x: the whole sequence's positions for each new token)",
     package="transformers",
-    affected="5.2.0-5.24.0 (swept: 5.13.0, 5.24.0; read: generate makes position ids from 5.2.0, not in 5.1.0)",
+    affected="5.13.0-5.24.0 (swept; the first release it breaks on, between the 5.x minors before, not bisected yet)",
     targets=("transformers.generation.utils",),
     apply=apply,
     errors=(r"Sizes of tensors must match except in dimension 2",),
