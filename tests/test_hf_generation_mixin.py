@@ -7,8 +7,8 @@ import pytest
 from conftest import assert_ok, distribution_version, requires, run_python
 
 pytestmark = [requires("torch", "transformers"),
-              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (4, 50),
-                                 reason="PreTrainedModel derives from GenerationMixin before 4.50")]
+              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (4, 52),
+                                 reason="PreTrainedModel derives from GenerationMixin before 4.52")]
 
 CLASSES = '''
 import torch

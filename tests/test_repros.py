@@ -154,8 +154,8 @@ REPROS = {
                                lambda: distribution_version("transformers") >= (5, 24), None,
                                "repro: both legacy models generated transformers' own tokens"),
     "hf_generation_mixin": (("torch", "transformers"), None, "all", {},
-                            lambda: distribution_version("transformers") >= (4, 50), None,
-                            "repro: the 4.49-style model generated its greedy tokens"),
+                            lambda: distribution_version("transformers") >= (4, 52), None,
+                            "repro: the 4.51-style model generated its greedy tokens"),
     # on 5.24 the model's forward names past_key_values: the failing run keeps hf_generate_cache_name, which 5.24 needs
     "hf_generate_position_ids": (("torch", "transformers"), "hf_generate_cache_name", "all", {},
                                  lambda: distribution_version("transformers") >= (5, 13), None,

@@ -1286,7 +1286,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'report': False}),
  ('zeropatch.patches.transformers.hf_generation_mixin',
   {'name': 'hf_generation_mixin',
-   'summary': "a model class written before 4.50 that defines prepare_inputs_for_generation (BLIP's BertLMHeadModel, "
+   'summary': "a model class written before 4.52 that defines prepare_inputs_for_generation (BLIP's BertLMHeadModel, "
               'vendored Hub models) has generate again, built directly',
    'package': 'transformers',
    'affected': '4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the mixin left PreTrainedModel earlier, '

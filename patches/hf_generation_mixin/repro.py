@@ -2,9 +2,9 @@
 2023-2024 were: a ``PreTrainedModel`` of its own with a ``prepare_inputs_for_generation``, built directly (no Auto
 class), then ``model.generate``. Its greedy tokens must equal a greedy loop written out by hand.
 
-Without zeropatch, on transformers >= 4.50:
+Without zeropatch, on transformers >= 4.52:
   AttributeError: 'TinyLMHeadModel' object has no attribute 'generate'
-With `zeropatch run -- python repro.py` it generates, as on 4.49.
+With `zeropatch run -- python repro.py` it generates, as on 4.51.
 """
 
 import sys
@@ -52,7 +52,7 @@ def main():
                                 use_cache=False, pad_token_id=0)
     if not torch.equal(tokens, expected):
         raise SystemExit(f"repro: generate gave {tokens.tolist()}, the greedy loop {expected.tolist()}")
-    print(f"repro: the 4.49-style model generated its greedy tokens {tokens[0].tolist()}")
+    print(f"repro: the 4.51-style model generated its greedy tokens {tokens[0].tolist()}")
 
 
 if __name__ == "__main__":
