@@ -57,6 +57,18 @@ class Patcher:
         self.set(module, "__getattr__", getter)
         self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
 
+    def fill(self, module, names, doc):
+        """Fill a module zeropatch provides (the release imported has none: ``is_provided``) with ``names`` (name ->
+        value), listed in its ``dir()`` and ``__all__`` as the old release's module listed them, and ``doc`` as its
+        docstring. A function or class of zeropatch's among them is named as the library named it, as in
+        ``put_back``."""
+        for name, value in names.items():
+            value = _own_function(value, module.__name__, name)
+            self._stand_for(value, module.__name__, name)
+            self.set(module, name, value)
+        self.set(module, "__all__", sorted(names))
+        self.set(module, "__doc__", doc)
+
     def add_methods(self, owner, methods):
         """Put methods a release removed back on the class ``owner`` (``methods``: name -> function, or a
         classmethod or property), each carrying the class's ``__module__`` and ``Class.name`` as ``__qualname__``, as

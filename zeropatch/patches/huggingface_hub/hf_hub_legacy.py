@@ -124,10 +124,8 @@ def _fill_errors_module(patcher, module):
 
     names = {attr: getattr(errors, attr) for attr in ERRORS if hasattr(errors, attr)}
     names["hf_raise_for_status"] = utils.hf_raise_for_status
-    for attr, value in names.items():
-        patcher.set(module, attr, value)
-    patcher.set(module, "__doc__", "huggingface_hub < 0.25's home of the hub's errors, over huggingface_hub.errors "
-                                   "(provided by zeropatch)")
+    patcher.fill(module, names, "huggingface_hub < 0.25's home of the hub's errors, over huggingface_hub.errors "
+                                "(provided by zeropatch)")
     return f"{ERRORS_MODULE} provided over huggingface_hub.errors ({len(names)} names)"
 
 

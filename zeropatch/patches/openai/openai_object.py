@@ -128,13 +128,11 @@ class OpenAIObject(dict):
         dict.update(self, state)
 
 
-OpenAIObject.__module__ = "openai.openai_object"  # stands for openai 0.x's own: pickles by reference to it
-
-
 def apply(patcher, module):
     if not is_provided(module):
         raise NotNeeded("openai still has openai.openai_object (openai < 1.0)")
-    patcher.set(module, "OpenAIObject", OpenAIObject)
+    patcher.fill(module, {"OpenAIObject": OpenAIObject}, "openai < 1.0's openai.openai_object: its data type "
+                 "(provided by zeropatch)")
     return "openai.openai_object provided: OpenAIObject (the 0.x data type; not the 0.x API)"
 
 

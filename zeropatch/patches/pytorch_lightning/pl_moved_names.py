@@ -121,10 +121,7 @@ def apply(patcher, module):
     short = module.__name__[len(PACKAGE):]
     objects = _missing(module, short)
     if is_provided(module):
-        for name, value in objects.items():  # zeropatch's own module: its names listed, as 1.x's were
-            patcher.set(module, name, value)
-        patcher.set(module, "__all__", sorted(objects))
-        patcher.set(module, "__doc__", f"pytorch-lightning 1.x's {module.__name__} (provided by zeropatch)")
+        patcher.fill(module, objects, f"pytorch-lightning 1.x's {module.__name__} (provided by zeropatch)")
         return f"{module.__name__} provided"
     if not objects:  # (2.0.0-2.0.1 keep utilities.distributed with private helpers only: its names go back there)
         raise NotNeeded(f"{module.__name__} still has what 1.x code imports from it")

@@ -48,7 +48,7 @@ class DistributionNotFound(ResolutionError):
 
 
 def _build():
-    """The names of the provided ``pkg_resources`` module."""
+    """The names of the provided ``pkg_resources`` module, and its ``__getattr__`` refusing every other name."""
     import importlib
     import importlib.metadata as metadata
     import importlib.resources
@@ -227,7 +227,7 @@ def _build():
         raise AttributeError(f"module 'pkg_resources' has no attribute {name!r}: setuptools >= 82 removed "
                              f"pkg_resources, and zeropatch's stand-in offers only {', '.join(sorted(names))}")
 
-    return dict(names, __getattr__=module_getattr, __all__=sorted(names), __doc__=__doc__.split("\n\n")[0])
+    return names, module_getattr
 
 
 def _packaging_of():
@@ -251,11 +251,12 @@ def apply(patcher, module):
         patcher.set(module, "packaging", _packaging_of())
         return "pkg_resources.packaging back (setuptools 70.x dropped it)"
     try:
-        names = _build()
+        names, refuse_others = _build()
     except ImportError as error:
         raise Skip(f"the stand-in needs packaging: {error}")
-    for name, value in names.items():
-        patcher.set(module, name, value)
+    patcher.fill(module, names, "setuptools < 82's pkg_resources, as far as legacy code uses it, on importlib.metadata "
+                                "and packaging (provided by zeropatch)")
+    patcher.set(module, "__getattr__", refuse_others)
     return "pkg_resources provided on importlib.metadata and packaging"
 
 

@@ -12,7 +12,8 @@ computing what they computed: ``AttentionMaskConverter`` (``to_causal_4d``, ``to
 given), ``_prepare_4d_causal_attention_mask_for_sdpa`` (None where SDPA's own ``is_causal`` gives the same attention:
 no padding, and one query or no past; on CUDA, fully masked rows unmasked as 4.57 did for SDPA's memory-efficient
 kernel), ``_prepare_4d_attention_mask`` (and ``_for_sdpa``) and ``_create_4d_causal_attention_mask``. 5.x's
-deprecation warnings are not repeated. Names are answered through the module's ``__getattr__`` and carry its name.
+deprecation warnings are not repeated. The names are listed in the module's ``dir()`` and ``__all__`` and carry its name,
+as the library's own did.
 """
 
 from zeropatch._core import NotNeeded, Patch, is_provided
@@ -25,8 +26,7 @@ def apply(patcher, module):
         raise NotNeeded("transformers still has modeling_attn_mask_utils (transformers < 5.24)")
     from zeropatch.patches.transformers._masks_4x import NAMES
 
-    patcher.put_back(module, NAMES)
-    patcher.set(module, "__doc__", "transformers < 5.24's attention-mask helpers (provided by zeropatch)")
+    patcher.fill(module, NAMES, "transformers < 5.24's attention-mask helpers (provided by zeropatch)")
     return f"{MODULE} provided with 4.57's masks ({len(NAMES)} names)"
 
 

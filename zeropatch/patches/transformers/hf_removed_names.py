@@ -160,11 +160,8 @@ def apply(patcher, module):
         except ImportError as error:
             raise Skip(f"transformers.integrations.deepspeed does not import ({error})")
         names = {name: getattr(home, name) for name in DEEPSPEED_SHIM if hasattr(home, name)}
-        for name, value in names.items():
-            patcher.set(module, name, value)
-        patcher.set(module, "__all__", sorted(names))
-        patcher.set(module, "__doc__", "transformers < 4.46's shim over transformers.integrations.deepspeed "
-                                       "(provided by zeropatch)")
+        patcher.fill(module, names, "transformers < 4.46's shim over transformers.integrations.deepspeed (provided by "
+                                    "zeropatch)")
         return f"transformers.deepspeed provided over transformers.integrations.deepspeed ({len(names)} names)"
     names = TOP_LEVEL if module.__name__ == "transformers" else NAMES[module.__name__]
     wanted = [name for name in names if lacks(module, name)]
