@@ -12,8 +12,8 @@ computing what they computed: ``AttentionMaskConverter`` (``to_causal_4d``, ``to
 given), ``_prepare_4d_causal_attention_mask_for_sdpa`` (None where SDPA's own ``is_causal`` gives the same attention:
 no padding, and one query or no past; on CUDA, fully masked rows unmasked as 4.57 did for SDPA's memory-efficient
 kernel), ``_prepare_4d_attention_mask`` (and ``_for_sdpa``) and ``_create_4d_causal_attention_mask``. 5.x's
-deprecation warnings are not repeated. The names are listed in the module's ``dir()`` and ``__all__`` and carry its name,
-as the library's own did.
+deprecation warnings are not repeated. The names are listed in the module's ``dir()`` and ``__all__`` and carry its
+name, as the library's own did.
 """
 
 from zeropatch._core import NotNeeded, Patch, is_provided
