@@ -59,12 +59,12 @@ TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
 REQUIRED_CPU = ("torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning,"
                 "tensorboardX,datasets,evaluate")
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
-REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,av,yapf,mmcv,xformers,timm,diffusers"
+REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,torchaudio,soundfile,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 33, "0.4.0": 80, "today": 6}  # no timm / torchvision there: +5 timm_legacy_api, +3
-# torchvision_get_image_size each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +1 the Trainer's FSDP1 rehearsal,
-# +6 the datasets patches' tests of what datasets >= 3.0 lacks (datasets 2.21.0 there: their repros run not-needed),
+SKIP_BUDGET = {"0.5.0": 38, "0.4.0": 85, "today": 6}  # no timm / torchvision / torchaudio there: +5 timm_legacy_api,
+# +3 torchvision_get_image_size, +5 torchaudio_backends each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +1 the
+# Trainer's FSDP1 rehearsal, +6 the datasets patches' tests of what datasets >= 3.0 lacks (datasets 2.21.0 there: their repros run not-needed),
 # +1 peft_adapter_bin's repro (transformers 4.51.3's Trainer asks for safetensors itself), +10 the tests of what
 # transformers 4.52 to 5.13 changed for remote-code models (hf_cache_legacy_api 5, hf_generation_mixin 2,
 # hf_generate_position_ids 1, hf_generate_tuple_cache 1, hf_rope_scaling 1); every session: +1 hf_attn_mask_utils
@@ -74,9 +74,10 @@ SKIP_BUDGET = {"0.5.0": 33, "0.4.0": 80, "today": 6}  # no timm / torchvision th
 PILLOW_9 = "pillow==9.5.0"  # the last Pillow with textsize / getsize (pillow_aliases)
 REFERENCES = {"0.5.0": [PILLOW_9],
               "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
-              "today": ["torchvision==0.25.0", PILLOW_9]}  # the last torchvision with video I/O (torchvision_video)
-TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "peft", "pandas",
-           "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "wrapt")
+              # the last torchvision with video I/O (torchvision_video), the last torchaudio with its own backends
+              "today": ["torchvision==0.25.0", "torchaudio==2.8.0", PILLOW_9]}
+TARGETS = ("torch", "torchvision", "torchaudio", "soundfile", "colossalai", "deepspeed", "accelerate", "transformers",
+           "peft", "pandas", "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -131,7 +132,7 @@ def run_suite(session, required, skip_budget, references=(), ignore=(), today_re
 
 
 def install_today_targets(session):
-    session.install("torch", "torchvision", "wrapt", "packaging", *TEST_TOOLS)
+    session.install("torch", "torchvision", "torchaudio", "soundfile", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
                     "pytorch-lightning", "tensorboardX", "xformers", "timm", "diffusers", "datasets", "evaluate",
@@ -185,6 +186,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "transformers": [*CONSTRAINTS, "torch", "safetensors", "sentencepiece"],
     "pandas": [*CONSTRAINTS, "pandarallel"],
     "torchvision": ["av", "numpy"],
+    "torchaudio": ["numpy", "soundfile"],  # the registry's torch builds, one release pair at a time
     "torch": [*CONSTRAINTS, "torch", "numpy"],  # the CPU build the test sessions use, for the torch-level patches
     "torch_releases": ["numpy", "omegaconf"],  # the registry's torch builds, one release pair at a time
     "numpy": [*CONSTRAINTS, "torch", "omegaconf"],
@@ -206,7 +208,7 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     # setuptools 81: pytorch-lightning 2.0-2.3 import pkg_resources at import (the probe runs without zeropatch)
     "pytorch_lightning": [*CONSTRAINTS, "torch", "numpy", "tensorboardX", "setuptools==81.0.0"],
 }
-SWEEP_REFERENCES = {"pillow": [PILLOW_9]}  # beside the stack's releases, as in the test sessions (REFERENCES)
+SWEEP_REFERENCES = {"pillow": [PILLOW_9], "torchaudio": ["torchaudio==2.8.0"]}  # beside the stack's releases, as in the test sessions (REFERENCES)
 
 
 @nox.session
@@ -214,7 +216,7 @@ SWEEP_REFERENCES = {"pillow": [PILLOW_9]}  # beside the stack's releases, as in 
 def sweep(session, stack):
     """The release sweep (about an hour on 2 cores): every patch's repro and tests on each release its claims name,
     then README's compatibility table, written from the results (compat/results/) by tools/compat_table.py."""
-    constraints = CONSTRAINTS if stack not in ("torchvision", "torch_releases", "timm") else ()
+    constraints = CONSTRAINTS if stack not in ("torchvision", "torchaudio", "torch_releases", "timm") else ()
     session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
     if stack == "yapf":
         session.install(MMCV, env=MMCV_BUILD)

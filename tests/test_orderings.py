@@ -115,6 +115,8 @@ CASES = {
     "torchvision_get_image_size": (("torchvision",), ("torchvision.transforms.functional",),
                                    "import torchvision.transforms.functional as F, torch; F.hflip(torch.ones(1, 2, 2))",
                                    False),
+    "torchaudio_backends": (("torchaudio",), ("torchaudio",), "import torchaudio, torch; "
+                            "assert torchaudio.functional.gain(torch.ones(1, 2), 0.0).sum() == 2", False),
     "torchvision_model_urls": (("torchvision",), ("torchvision.models.utils", "torchvision.models.resnet"),
                                "import torchvision.models as m; assert m.resnet18().fc.out_features == 1000", False),
     "pkg_resources": ((), ("pkg_resources",), "import importlib.metadata as m; assert m.version('wrapt')", False),

@@ -29,6 +29,7 @@ PUTS_BACK = {
     "pl_moved_names": ("pytorch_lightning.loggers", "pytorch_lightning.utilities.seed"),
     "timm_legacy_api": ("timm.optim.optim_factory",),
     "torchvision_get_image_size": ("torchvision.transforms.functional",),
+    "torchaudio_backends": ("torchaudio",),
 }
 # patches that change more than the names they put back: applied with nothing put back on a release that has the names
 # (timm 0.5: qk_scale went, add_weight_decay not yet)

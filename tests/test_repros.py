@@ -83,6 +83,16 @@ def trainer_lets_peft_choose_the_format():
     return distribution_version("peft") >= (0, 7)
 
 
+def torchaudio_without_torchcodec():
+    """torchaudio 2.9 reads audio through TorchCodec only: where it imports (its FFmpeg found), the repro's reads need
+    no patch but `torchaudio.info` is still gone; 2.8 and earlier have their own backends and `info`."""
+    if distribution_version("torchaudio") < (2, 9):
+        return False
+    if run_python("import torchcodec.decoders").returncode == 0:
+        pytest.skip("TorchCodec imports here: torchaudio reads through it (tests/test_torchaudio_backends.py covers it)")
+    return True
+
+
 def no_gpu():
     """The rehearsal is for machines without a GPU; where CUDA is available it stays off (not-needed)."""
     return run_python("import sys, torch; sys.exit(1 if torch.cuda.is_available() else 0)").returncode == 0
@@ -207,6 +217,8 @@ REPROS = {
     "torchvision_get_image_size": (("torch", "torchvision"), None, "all", {},
                                    lambda: distribution_version("torchvision") >= (0, 11), None,
                                    "repro: MAE's RandomResizedCrop read [40, 24]"),
+    "torchaudio_backends": (("torch", "torchaudio", "soundfile"), None, "all", {}, torchaudio_without_torchcodec, None,
+                            "repro: YESNO read (1, 800) at 8000 Hz"),
     "torchvision_model_urls": (("torch", "torchvision"), None, "all", {},
                                lambda: distribution_version("torchvision") >= (0, 15), None,
                                "repro: the legacy backbone found model_urls"),

@@ -22,13 +22,13 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SWEPT = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-         "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning", "peft",
-         "bitsandbytes", "omegaconf")
+SWEPT = ("torch", "torchvision", "torchaudio", "colossalai", "deepspeed", "accelerate", "transformers", "pandas",
+         "numpy", "setuptools", "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai",
+         "pytorch-lightning", "peft", "bitsandbytes", "omegaconf")
 DEEPSPEED_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"}
-TARGETS = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy", "setuptools",
-           "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai", "pytorch-lightning",
-           "peft", "bitsandbytes", "omegaconf", "datasets", "evaluate")
+TARGETS = ("torch", "torchvision", "torchaudio", "colossalai", "deepspeed", "accelerate", "transformers", "pandas",
+           "numpy", "setuptools", "yapf", "xformers", "timm", "huggingface_hub", "diffusers", "pillow", "pyyaml", "openai",
+           "pytorch-lightning", "peft", "bitsandbytes", "omegaconf", "datasets", "evaluate")
 INSTALL_SECONDS = 1800
 TEST_SECONDS = 1800
 
@@ -75,14 +75,17 @@ def with_transformers(distribution):
     return lambda pair: [(["install", *constraints(), f"{distribution}=={pair[0]}", f"transformers=={pair[1]}"], {})]
 
 
-def torchvision(pair):
-    """A torch / torchvision pair of the registry's builds, after the CUDA libraries of the release before are removed
-    (pip keeps a CUDA 12 NCCL beside a CUDA 13 torch, which then does not load: "undefined symbol: ncclCommResume")."""
-    torch_release, torchvision_release = pair
-    cuda_libraries = sorted({found.metadata["Name"] for found in importlib.metadata.distributions()
-                             if found.metadata["Name"].lower().startswith("nvidia-")})
-    steps = [(["uninstall", "-y", *cuda_libraries], {})] if cuda_libraries else []
-    return steps + [(["install", f"torch=={torch_release}", f"torchvision=={torchvision_release}"], {})]
+def with_torch(distribution):
+    """A torch / ``distribution`` pair of the registry's builds (a compiled extension of torch's), after the CUDA
+    libraries of the release before are removed (pip keeps a CUDA 12 NCCL beside a CUDA 13 torch, which then does not
+    load: "undefined symbol: ncclCommResume")."""
+    def install(pair):
+        torch_release, release = pair
+        cuda_libraries = sorted({found.metadata["Name"] for found in importlib.metadata.distributions()
+                                 if found.metadata["Name"].lower().startswith("nvidia-")})
+        steps = [(["uninstall", "-y", *cuda_libraries], {})] if cuda_libraries else []
+        return steps + [(["install", f"torch=={torch_release}", f"{distribution}=={release}"], {})]
+    return install
 
 
 # stack: (how to install one release, the releases, a probe that the target imports, the patches whose repros run,
@@ -132,18 +135,25 @@ STACKS = {
                       "tests/test_hf_generate_position_ids.py", "tests/test_hf_generate_tuple_cache.py"]),
     "pandas": (pinned("pandas"), ["2.3.3", "3.0.6", "3.1.0", "3.1.1"], "import pandas",
                ["pandas_groupby_names"], ["tests/test_pandas_groupby_names.py"]),
-    "torchvision": (torchvision, [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
+    "torchvision": (with_torch("torchvision"), [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
                     "import torch, torchvision, torchvision.io",
                     ["torchvision_video", "torchvision_model_urls", "torchvision_get_image_size", "pg_deepcopy",
                      "gloo_exit", "fused_ema"],
                     ["tests/test_torchvision_video.py", "tests/test_torchvision_model_urls.py",
                      "tests/test_torchvision_get_image_size.py", "tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py"]),
+    # 2.8.0: the last with its own backends and info; 2.9 and 2.10 load only with their own torch; 2.11 (abi3) with
+    # today's too
+    "torchaudio": (with_torch("torchaudio"), [("2.8.0", "2.8.0"), ("2.9.1", "2.9.1"), ("2.11.0", "2.11.0"),
+                                              ("2.14.1", "2.11.0")],
+                   "import torch, torchaudio", ["torchaudio_backends"],
+                   ["tests/test_torchaudio_backends.py",
+                    "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[torchaudio_backends]"]),
     "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed",
               ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"],
               ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py", "tests/test_attention.py",
                "tests/test_cpu_rehearsal.py"]),
     # the registry's (CUDA) builds, which run on this machine's CPU, for the torch- and torchvision-level drift
-    "torch_releases": (torchvision, [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
+    "torch_releases": (with_torch("torchvision"), [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
                        "import torch, torchvision, torchvision.transforms",
                        ["torch_load", "torch_six", "local_rank_arg", "torchvision_functional_tensor", "cpu_rehearsal"],
                        ["tests/test_torch_load.py", "tests/test_torch_six.py", "tests/test_local_rank_arg.py",

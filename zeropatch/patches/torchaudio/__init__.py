@@ -1,0 +1,1 @@
+"""Patches for drift in torchaudio releases: one module per patch, named as the patch."""
