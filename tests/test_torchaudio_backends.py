@@ -4,7 +4,10 @@ TorchCodec, where it imports, keeps what it can do; uninstall gives torchaudio 2
 
 import pytest
 
-from conftest import assert_ok, clean_environment, distribution_version, installed, reference_release, run_python
+import sys
+
+from conftest import (assert_ok, clean_environment, distribution_version, installed, reference_release, run_command,
+                      run_python)
 
 pytestmark = [pytest.mark.skipif(not installed("torchaudio") or not installed("soundfile"),
                                  reason="not installed: torchaudio, soundfile"),
@@ -172,3 +175,11 @@ torchaudio.save(path, torch.zeros(1, 80), 8000, bits_per_sample=24)
 assert torchaudio.info(path).bits_per_sample == 24
 print("ok")
 ''', env=clean_environment(ZEROPATCH="torchaudio_backends")))
+
+
+def test_what_went_with_the_backends_is_explained_not_patched():
+    result = run_python("import torchaudio.sox_effects", env=clean_environment())
+    assert result.returncode != 0 and "No module named 'torchaudio.sox_effects'" in result.stderr, result.stderr
+    explained = run_command([sys.executable, "-m", "zeropatch", "explain", result.stderr.strip().splitlines()[-1]],
+                            env=clean_environment())
+    assert "No patch can fix this" in explained.stdout and "functional.resample" in explained.stdout, explained.stdout

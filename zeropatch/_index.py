@@ -1058,7 +1058,28 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
               "'(info|AudioMetaData|list_audio_backends|get_audio_backend|set_audio_backend)'"),
    'default': True,
    'provides': False,
-   'unfixable': (),
+   'unfixable': (("No module named 'torchaudio\\.(sox_effects|io|kaldi_io|backend|prototype)",
+                  'torchaudio 2.9 removed, with its FFmpeg and SoX backends, the SoX effects (torchaudio.sox_effects), '
+                  'FFmpeg streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the '
+                  'torchaudio.backend modules; zeropatch restores load / save / info (torchaudio_backends) but has no '
+                  'SoX or FFmpeg to stand on for the rest. Resample with torchaudio.functional.resample (or '
+                  "speed-perturb by resampling), decode streams with torchcodec's AudioDecoder, or pin torchaudio<2.9 "
+                  'together with the torch it was built for (torchaudio 2.8.0: torch 2.8.0)'),
+                 ("cannot import name '(StreamReader|StreamWriter|AudioEffector|CodecConfig|sox_effects|kaldi_io)' "
+                  "from 'torchaudio",
+                  'torchaudio 2.9 removed, with its FFmpeg and SoX backends, the SoX effects (torchaudio.sox_effects), '
+                  'FFmpeg streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the '
+                  'torchaudio.backend modules; zeropatch restores load / save / info (torchaudio_backends) but has no '
+                  'SoX or FFmpeg to stand on for the rest. Resample with torchaudio.functional.resample (or '
+                  "speed-perturb by resampling), decode streams with torchcodec's AudioDecoder, or pin torchaudio<2.9 "
+                  'together with the torch it was built for (torchaudio 2.8.0: torch 2.8.0)'),
+                 ("module 'torchaudio' has no attribute '(sox_effects|io|kaldi_io|backend)'",
+                  'torchaudio 2.9 removed, with its FFmpeg and SoX backends, the SoX effects (torchaudio.sox_effects), '
+                  'FFmpeg streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the '
+                  'torchaudio.backend modules; zeropatch restores load / save / info (torchaudio_backends) but has no '
+                  'SoX or FFmpeg to stand on for the rest. Resample with torchaudio.functional.resample (or '
+                  "speed-perturb by resampling), decode streams with torchcodec's AudioDecoder, or pin torchaudio<2.9 "
+                  'together with the torch it was built for (torchaudio 2.8.0: torch 2.8.0)')),
    'brings': (),
    'looks_for': ('name torchaudio.info',
                  'name torchaudio.load',

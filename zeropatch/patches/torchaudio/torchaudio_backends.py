@@ -17,13 +17,20 @@ its own dtype with ``normalize=False``, ``frame_offset`` / ``num_frames`` as sli
 ``encoding`` and ``bits_per_sample``. ``info`` returns 2.8's ``AudioMetaData`` as 2.8 read it. ``list_audio_backends``
 names the backends these functions can use here ("ffmpeg" where TorchCodec imports, "soundfile" where soundfile
 does); a backend not among them is refused, naming them. ``get_audio_backend`` / ``set_audio_backend`` are 2.8's
-no-ops. Without soundfile or TorchCodec, a call raises ImportError naming both.
+no-ops. Without soundfile or TorchCodec, a call raises ImportError naming both. What went with the backends and needs
+SoX or FFmpeg (``sox_effects``, ``torchaudio.io``) is not restored: ``explain`` says what to use instead.
 """
 
 import functools
 
 from zeropatch._core import NotNeeded, Patch, lacks
 
+REMOVED_WITH_THE_BACKENDS_ADVICE = (
+    "torchaudio 2.9 removed, with its FFmpeg and SoX backends, the SoX effects (torchaudio.sox_effects), FFmpeg "
+    "streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the torchaudio.backend modules; "
+    "zeropatch restores load / save / info (torchaudio_backends) but has no SoX or FFmpeg to stand on for the rest. "
+    "Resample with torchaudio.functional.resample (or speed-perturb by resampling), decode streams with torchcodec's "
+    "AudioDecoder, or pin torchaudio<2.9 together with the torch it was built for (torchaudio 2.8.0: torch 2.8.0)")
 RESTORED = ("info", "AudioMetaData", "list_audio_backends", "get_audio_backend", "set_audio_backend")
 # libsndfile subtype -> (bits per sample, encoding) as torchaudio 2.8 reported them; a "<family>_<width>" subtype of the
 # PCM, DWVW, DPCM and ALAC families has its width as bits; the ones listed here and below have none (0)
@@ -256,6 +263,12 @@ PATCH = Patch(
     errors=(r"TorchCodec is required for (load|save)_with_torchcodec",
             r"module 'torchaudio' has no attribute '(info|AudioMetaData|list_audio_backends|get_audio_backend|"
             r"set_audio_backend)'"),
+    unfixable=((r"No module named 'torchaudio\.(sox_effects|io|kaldi_io|backend|prototype)",
+                REMOVED_WITH_THE_BACKENDS_ADVICE),
+               (r"cannot import name '(StreamReader|StreamWriter|AudioEffector|CodecConfig|sox_effects|kaldi_io)' "
+                r"from 'torchaudio", REMOVED_WITH_THE_BACKENDS_ADVICE),
+               (r"module 'torchaudio' has no attribute '(sox_effects|io|kaldi_io|backend)'",
+                REMOVED_WITH_THE_BACKENDS_ADVICE)),
     looks_for=("name torchaudio.info", "name torchaudio.load", "name torchaudio.save", "name torchaudio.AudioMetaData",
                "name torchaudio.list_audio_backends", "name torchaudio.set_audio_backend"),
 )
