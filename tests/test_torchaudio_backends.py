@@ -120,7 +120,9 @@ print("ok")
 def test_without_torchcodec_legacy_calls_work_and_uninstall_gives_2_9s_functions_back():
     assert_ok(run_python(PRELUDE + '''
 assert torchaudio.list_audio_backends() == ["soundfile"], torchaudio.list_audio_backends()
-assert torchaudio.get_audio_backend() is None and torchaudio.set_audio_backend("sox_io") is None
+assert torchaudio.get_audio_backend() is None  # nothing set: 2.1-2.8's answer
+torchaudio.set_audio_backend("soundfile")  # < 2.1 code reads back what it set (demucs asserts it)
+assert torchaudio.get_audio_backend() == "soundfile"
 assert "info" not in dir(torchaudio)
 path = os.path.join(folder, "clip.wav")
 torchaudio.save(path, torch.zeros(1, 80), 8000, encoding="PCM_S", bits_per_sample=16)
@@ -134,6 +136,8 @@ for backend in ("sox", "ffmpeg"):  # not usable here: refused, naming what is
         assert "['soundfile']" in str(error), error
 zeropatch.uninstall("torchaudio_backends")
 assert not hasattr(torchaudio, "info") and not hasattr(torchaudio, "AudioMetaData")
+from zeropatch.patches.torchaudio import torchaudio_backends
+assert torchaudio_backends.get_audio_backend() is None, "the backend set outlived the patch"
 try:
     torchaudio.load(path)
     raise AssertionError("torchaudio's own load read without TorchCodec")

@@ -16,8 +16,8 @@ its own dtype with ``normalize=False``, ``frame_offset`` / ``num_frames`` as sli
 ``[time, channel]``; ``save`` picks the same libsndfile subtype from the extension (or ``format``), the dtype,
 ``encoding`` and ``bits_per_sample``. ``info`` returns 2.8's ``AudioMetaData`` as 2.8 read it. ``list_audio_backends``
 names the backends these functions can use here ("ffmpeg" where TorchCodec imports, "soundfile" where soundfile
-does); a backend not among them is refused, naming them. ``get_audio_backend`` / ``set_audio_backend`` are 2.8's
-no-ops. Without soundfile or TorchCodec, a call raises ImportError naming both. What went with the backends and needs
+does); a backend not among them is refused, naming them. ``set_audio_backend`` chooses nothing, as from 2.1 on, but
+``get_audio_backend`` answers what it was last given (None before), as code written for torchaudio < 2.1 checks. Without soundfile or TorchCodec, a call raises ImportError naming both. What went with the backends and needs
 SoX or FFmpeg (``sox_effects``, ``torchaudio.io``) is not restored: ``explain`` says what to use instead.
 """
 
@@ -39,6 +39,7 @@ KNOWN_SUBTYPES = {"PCM_S8": (8, "PCM_S"), "PCM_16": (16, "PCM_S"), "PCM_24": (24
                   "ALAW": (8, "ALAW"), "VORBIS": (0, "VORBIS")}
 WITHOUT_BITS = {"IMA_ADPCM", "MS_ADPCM", "GSM610", "VOX_ADPCM", "G721_32", "G723_24", "G723_40", "DWVW_N"}
 WIDTH_FAMILIES = ("PCM", "DWVW", "DPCM", "ALAC")
+_chosen = {"backend": None}  # what set_audio_backend was last given
 INTEGER_WAV = {"PCM_S8": "int8", "PCM_U8": "uint8", "PCM_16": "int16", "PCM_32": "int32", "FLOAT": "float32",
                "DOUBLE": "float64"}  # normalize=False: a WAV's samples in their own dtype (2.8 refused other subtypes)
 
@@ -96,12 +97,16 @@ def list_audio_backends():
 
 
 def get_audio_backend():
-    """torchaudio 2.8's: a no-op that answers None (its dispatcher chooses the backend at each call)."""
-    return None
+    """The backend ``set_audio_backend`` was last given, None before: torchaudio < 2.1 answered its global backend,
+    and code written for it checks it (demucs: ``assert get_audio_backend() == "soundfile"``); 2.1-2.8 answered None,
+    which code that sets none reads here too."""
+    return _chosen["backend"]
 
 
 def set_audio_backend(backend):
-    """torchaudio 2.8's: a no-op (its dispatcher chooses the backend at each call)."""
+    """Remembered for ``get_audio_backend``; it chooses nothing, as from torchaudio 2.1 on: ``load`` / ``save`` /
+    ``info`` choose at each call (a call's ``backend=`` for itself)."""
+    _chosen["backend"] = backend
 
 
 def _through_soundfile(backend, asks_what_torchcodec_ignores):
@@ -249,6 +254,7 @@ def apply(patcher, torchaudio):
     patcher.wrap(torchaudio, "load", lambda wrapped, instance, args, kwargs: _load(wrapped, *args, **kwargs))
     patcher.wrap(torchaudio, "save", lambda wrapped, instance, args, kwargs: _save(wrapped, *args, **kwargs))
     patcher.put_back(torchaudio, {name: globals()[name] for name in RESTORED})
+    patcher.on_revert(lambda: _chosen.update(backend=None))
     return "torchaudio.load / save through soundfile where TorchCodec cannot serve them as 2.8 did; info back"
 
 
