@@ -47,6 +47,7 @@ RUNS = {
     "InternVL": ("OpenGVLab/InternVL 2410d1d (its vendored Phi-3 and InternLM2: decoding, generate)", {
         "hf_cache_legacy_api", "hf_attn_mask_utils", "hf_rope_scaling", "hf_generation_mixin", "hf_generate_position_ids",
         "hf_generate_tuple_cache", "hf_generate_cache_name"}),
+    "demucs": ("facebookresearch/demucs e976d93 (training, export, separation)", {"torchaudio_backends"}),
 }
 
 
