@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README_START, README_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
 PATCH_START, PATCH_END = "<!-- verified-releases:start -->", "<!-- verified-releases:end -->"
 STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transformers": "transformers", "pandas": "pandas",
-                 "torchvision": "torchvision", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
+                 "torchvision": "torchvision", "torchaudio": "torchaudio", "torch": "torch", "torch_releases": "torch", "numpy": "numpy",
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
                  "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai", "datasets": "datasets",
@@ -29,6 +29,7 @@ def load():
 
 
 PAIRED = {"deepspeed": ("deepspeed", "accelerate"), "torchvision": ("torchvision", "torch"),  # stacks swept in pairs
+          "torchaudio": ("torchaudio", "torch"),
           "torch_releases": ("torch", "torchvision"), "peft": ("peft", "transformers"),
           "bitsandbytes": ("bitsandbytes", "transformers")}
 
