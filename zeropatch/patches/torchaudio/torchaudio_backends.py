@@ -263,7 +263,7 @@ PATCH = Patch(
     summary="torchaudio.load / save without TorchCodec and torchaudio.info, AudioMetaData, list_audio_backends back "
     "(removed in 2.9), as torchaudio 2.8's soundfile backend read and wrote audio",
     package="torchaudio",
-    affected="2.9.0-2.11.0 (swept)",
+    affected="2.9.1-2.11.0 (swept; 2.8.0 still has its backends)",
     targets=("torchaudio",),
     apply=apply,
     errors=(r"TorchCodec is required for (load|save)_with_torchcodec",
