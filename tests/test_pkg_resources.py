@@ -59,7 +59,7 @@ def test_the_stand_in_answers_as_the_real_pkg_resources():
     assert_ok(run_python('''
 import types, pkg_resources as real
 from zeropatch.patches.setuptools.pkg_resources import _build
-stand_in = types.SimpleNamespace(**_build())
+stand_in = types.SimpleNamespace(**_build()[0])
 for name in ("wrapt", "pytest", "packaging"):
     ours, theirs = stand_in.get_distribution(name), real.get_distribution(name)
     assert (ours.project_name, ours.key, ours.version) == (theirs.project_name, theirs.key, theirs.version), name
