@@ -17,8 +17,9 @@ its own dtype with ``normalize=False``, ``frame_offset`` / ``num_frames`` as sli
 ``encoding`` and ``bits_per_sample``. ``info`` returns 2.8's ``AudioMetaData`` as 2.8 read it. ``list_audio_backends``
 names the backends these functions can use here ("ffmpeg" where TorchCodec imports, "soundfile" where soundfile
 does); a backend not among them is refused, naming them. ``set_audio_backend`` chooses nothing, as from 2.1 on, but
-``get_audio_backend`` answers what it was last given (None before), as code written for torchaudio < 2.1 checks. Without soundfile or TorchCodec, a call raises ImportError naming both. What went with the backends and needs
-SoX or FFmpeg (``sox_effects``, ``torchaudio.io``) is not restored: ``explain`` says what to use instead.
+``get_audio_backend`` answers what it was last given (None before), as code written for torchaudio < 2.1 checks.
+Without soundfile or TorchCodec, a call raises ImportError naming both. What went with the backends and needs SoX or
+FFmpeg (``sox_effects``, ``torchaudio.io``) is not restored: ``explain`` says what to use instead.
 """
 
 import functools
@@ -27,10 +28,11 @@ from zeropatch._core import NotNeeded, Patch, lacks
 
 REMOVED_WITH_THE_BACKENDS_ADVICE = (
     "torchaudio 2.9 removed, with its FFmpeg and SoX backends, the SoX effects (torchaudio.sox_effects), FFmpeg "
-    "streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the torchaudio.backend modules; "
-    "zeropatch restores load / save / info (torchaudio_backends) but has no SoX or FFmpeg to stand on for the rest. "
-    "Resample with torchaudio.functional.resample (or speed-perturb by resampling), decode streams with torchcodec's "
-    "AudioDecoder, or pin torchaudio<2.9 together with the torch it was built for (torchaudio 2.8.0: torch 2.8.0)")
+    "streaming (torchaudio.io: StreamReader, StreamWriter, AudioEffector), kaldi_io and the torchaudio.backend "
+    "modules; zeropatch restores load / save / info (torchaudio_backends) but has no SoX or FFmpeg to stand on for "
+    "the rest. Resample with torchaudio.functional.resample (or speed-perturb by resampling), decode streams with "
+    "torchcodec's AudioDecoder, or pin torchaudio<2.9 together with the torch it was built for (torchaudio 2.8.0: "
+    "torch 2.8.0)")
 RESTORED = ("info", "AudioMetaData", "list_audio_backends", "get_audio_backend", "set_audio_backend")
 # libsndfile subtype -> (bits per sample, encoding) as torchaudio 2.8 reported them; a "<family>_<width>" subtype of the
 # PCM, DWVW, DPCM and ALAC families has its width as bits; the ones listed here and below have none (0)
@@ -39,9 +41,9 @@ KNOWN_SUBTYPES = {"PCM_S8": (8, "PCM_S"), "PCM_16": (16, "PCM_S"), "PCM_24": (24
                   "ALAW": (8, "ALAW"), "VORBIS": (0, "VORBIS")}
 WITHOUT_BITS = {"IMA_ADPCM", "MS_ADPCM", "GSM610", "VOX_ADPCM", "G721_32", "G723_24", "G723_40", "DWVW_N"}
 WIDTH_FAMILIES = ("PCM", "DWVW", "DPCM", "ALAC")
-_chosen = {"backend": None}  # what set_audio_backend was last given
 INTEGER_WAV = {"PCM_S8": "int8", "PCM_U8": "uint8", "PCM_16": "int16", "PCM_32": "int32", "FLOAT": "float32",
                "DOUBLE": "float64"}  # normalize=False: a WAV's samples in their own dtype (2.8 refused other subtypes)
+_chosen = {"backend": None}  # what set_audio_backend was last given
 
 
 class AudioMetaData:
@@ -110,9 +112,9 @@ def set_audio_backend(backend):
 
 
 def _through_soundfile(backend, asks_what_torchcodec_ignores):
-    """Whether a call goes through soundfile (else torchaudio's own, through TorchCodec)."""
-    available = list_audio_backends()
-    if backend is not None and backend not in available:
+    """Whether a call goes through soundfile (else torchaudio's own, through TorchCodec). The usable backends are
+    looked up only for a call that names one."""
+    if backend is not None and backend not in (available := list_audio_backends()):
         raise ValueError(f"Unsupported backend {backend!r} specified; please select one of {available} instead "
                          "(zeropatch's torchaudio_backends: 'ffmpeg' is torchaudio's own, through TorchCodec)")
     if backend == "soundfile" or asks_what_torchcodec_ignores:

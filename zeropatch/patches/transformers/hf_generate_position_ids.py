@@ -1,12 +1,13 @@
 """hf_generate_position_ids: ``generate`` leaves a 4.x ``prepare_inputs_for_generation`` to make its own position ids.
 
-Breaks: in transformers 5.x (by 5.13; 5.2 began making them, but its generate did not yet break such hooks)
-``generate`` makes the position ids itself, for the whole sequence so far, puts them in the keyword arguments of
-``prepare_inputs_for_generation`` and counts on it to cut them to the new tokens (transformers' own does). The 4.x override of the Hub's remote-code models and their vendored copies (Phi-3,
-MiniCPM, InternLM2, Mistral-era code: ``position_ids = kwargs.get("position_ids"); if attention_mask is not None and
-position_ids is None: position_ids = attention_mask.long().cumsum(-1) - 1 ... position_ids[:, -input_ids.shape[1]:]``)
-only cuts the ones it makes, so from the second token on the model gets the whole sequence's positions for one token:
-a shape error ("Sizes of tensors must match except in dimension 2") or, where they broadcast, other tokens.
+Breaks: in transformers 5.x (by 5.13; 5.2 began making them, but its generate did not yet break such hooks) ``generate``
+makes the position ids itself, for the whole sequence so far, puts them in the keyword arguments of
+``prepare_inputs_for_generation`` and counts on it to cut them to the new tokens (transformers' own does). The 4.x
+override of the Hub's remote-code models and their vendored copies (Phi-3, MiniCPM, InternLM2, Mistral-era code:
+``position_ids = kwargs.get("position_ids"); if attention_mask is not None and position_ids is None: position_ids =
+attention_mask.long().cumsum(-1) - 1 ... position_ids[:, -input_ids.shape[1]:]``) only cuts the ones it makes, so from
+the second token on the model gets the whole sequence's positions for one token: a shape error ("Sizes of tensors must
+match except in dimension 2") or, where they broadcast, other tokens.
 
 Changes: while ``generate`` runs a model whose ``prepare_inputs_for_generation`` is its own (defined outside
 transformers) and makes position ids itself (computes them with ``cumsum``), the hook is not handed the position ids

@@ -104,7 +104,8 @@ PATCH = Patch(
     summary="generate runs a model written for tuple caches (early InternLM2, Baichuan, Qwen-1, ChatGLM2) as 4.53 "
     "did: tuples in, tuples out, a DynamicCache for generate",
     package="transformers",
-    affected="4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the first 4.x release that builds a cache for every model is read, not swept)",
+    affected="4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the first 4.x release that builds a cache for every model "
+    "is read, not swept)",
     targets=("transformers.generation.utils",),
     apply=apply,
     errors=(r"'NoneType' object has no attribute 'shape'", r"'\w*Cache' object is not subscriptable",

@@ -72,7 +72,8 @@ PATCH = Patch(
     summary="a model class written before 4.52 that defines prepare_inputs_for_generation (BLIP's BertLMHeadModel, "
     "vendored Hub models) has generate again, built directly",
     package="transformers",
-    affected="4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the mixin left PreTrainedModel earlier, transformers#33150)",
+    affected="4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the mixin left PreTrainedModel earlier, "
+    "transformers#33150)",
     targets=("transformers.modeling_utils",),
     apply=apply,
     errors=(r"'\w+' object has no attribute 'generate'",),
