@@ -20,7 +20,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import interleaved_samples, median_ratio  # noqa: E402
 
-from zeropatch import _attention  # noqa: E402
+from zeropatch import _attention, _xformers_api  # noqa: E402
 
 
 def synchronized(run):
@@ -48,11 +48,11 @@ def main():
     q = torch.randn(1, args.batch * args.tokens, args.heads, args.head_dim, **make, requires_grad=True)
     k = torch.randn(1, sum(caption_lengths), args.heads, args.head_dim, **make, requires_grad=True)
     v = torch.randn_like(k, requires_grad=True)
-    mask = _attention.BlockDiagonalMask.from_seqlens([args.tokens] * args.batch, caption_lengths)
+    mask = _xformers_api.BlockDiagonalMask.from_seqlens([args.tokens] * args.batch, caption_lengths)
     starts = (mask.q_seqinfo.seqstart_py, mask.k_seqinfo.seqstart_py)
 
     def chosen():
-        _attention.memory_efficient_attention(q, k, v, attn_bias=mask).sum().backward()
+        _xformers_api.memory_efficient_attention(q, k, v, attn_bias=mask).sum().backward()
 
     def grouped():
         _attention.varlen_attention(q[0], k[0], v[0], *starts, dense=False).sum().backward()

@@ -66,50 +66,50 @@ def check(function, reference_function, tensors, dtype):
 
 
 def xformers_forms():
-    from zeropatch import _attention as A
+    from zeropatch import _xformers_api as X
 
     import torch
 
-    mask = A.BlockDiagonalMask.from_seqlens([6, 6, 6], [5, 2, 7])  # Open-Sora: equal queries, captions of any length
-    causal = A.BlockDiagonalCausalMask.from_seqlens([3, 5, 4], [3, 6, 4])
+    mask = X.BlockDiagonalMask.from_seqlens([6, 6, 6], [5, 2, 7])  # Open-Sora: equal queries, captions of any length
+    causal = X.BlockDiagonalCausalMask.from_seqlens([3, 5, 4], [3, 6, 4])
     tensor_bias = torch.randn(2, 4, 5, 7)
     causal_bias = torch.randn(2, 4, 6, 6)
     flat_bias = torch.randn(8, 5, 7).masked_fill(torch.rand(8, 5, 7) < 0.2, -math.inf)  # Open-Sora 1.2's [B*H, Mq, Mk]
     return {
         "no bias": ((torch.randn(2, 5, 4, 8), torch.randn(2, 7, 4, 8), torch.randn(2, 7, 4, 6)),
-                    lambda q, k, v: A.memory_efficient_attention(q, k, v), lambda q, k, v: reference(q, k, v)),
+                    lambda q, k, v: X.memory_efficient_attention(q, k, v), lambda q, k, v: reference(q, k, v)),
         "scale": ((torch.randn(2, 5, 4, 8),) * 2 + (torch.randn(2, 5, 4, 8),),
-                  lambda q, k, v: A.memory_efficient_attention(q, k, v, scale=0.3),
+                  lambda q, k, v: X.memory_efficient_attention(q, k, v, scale=0.3),
                   lambda q, k, v: reference(q, k, v, scale=0.3)),
         "tensor bias": ((torch.randn(2, 5, 4, 8), torch.randn(2, 7, 4, 8), torch.randn(2, 7, 4, 8)),
-                        lambda q, k, v: A.memory_efficient_attention(q, k, v, attn_bias=tensor_bias.to(q.dtype)),
+                        lambda q, k, v: X.memory_efficient_attention(q, k, v, attn_bias=tensor_bias.to(q.dtype)),
                         lambda q, k, v: reference(q, k, v, bias=tensor_bias)),
         "[B*H, Mq, Mk] bias": ((torch.randn(2, 5, 4, 8), torch.randn(2, 7, 4, 8), torch.randn(2, 7, 4, 8)),
-                               lambda q, k, v: A.memory_efficient_attention(q, k, v, attn_bias=flat_bias.to(q.dtype)),
+                               lambda q, k, v: X.memory_efficient_attention(q, k, v, attn_bias=flat_bias.to(q.dtype)),
                                lambda q, k, v: reference(q, k, v, bias=flat_bias.view(2, 4, 5, 7))),
         "LowerTriangularMask": ((torch.randn(2, 6, 4, 8),) * 3,
-                                lambda q, k, v: A.memory_efficient_attention(q, k, v, attn_bias=A.LowerTriangularMask()),
+                                lambda q, k, v: X.memory_efficient_attention(q, k, v, attn_bias=X.LowerTriangularMask()),
                                 lambda q, k, v: reference(q, k, v, torch.ones(6, 6, dtype=torch.bool).tril())),
         "LowerTriangularMask + bias": ((torch.randn(2, 6, 4, 8),) * 3,
-                                       lambda q, k, v: A.memory_efficient_attention(
-                                           q, k, v, attn_bias=A.LowerTriangularMask().add_bias(causal_bias)),
+                                       lambda q, k, v: X.memory_efficient_attention(
+                                           q, k, v, attn_bias=X.LowerTriangularMask().add_bias(causal_bias)),
                                        lambda q, k, v: reference(q, k, v, torch.ones(6, 6, dtype=torch.bool).tril(),
                                                                  bias=causal_bias)),
         "BlockDiagonalMask": ((torch.randn(1, 18, 4, 8), torch.randn(1, 14, 4, 8), torch.randn(1, 14, 4, 8)),
-                              lambda q, k, v: A.memory_efficient_attention(q, k, v, attn_bias=mask),
+                              lambda q, k, v: X.memory_efficient_attention(q, k, v, attn_bias=mask),
                               lambda q, k, v: reference(q, k, v, block_visibility([6, 6, 6], [5, 2, 7]))),
         "BlockDiagonalCausalMask": ((torch.randn(1, 12, 2, 8), torch.randn(1, 13, 2, 8), torch.randn(1, 13, 2, 8)),
-                                    lambda q, k, v: A.memory_efficient_attention(q, k, v, attn_bias=causal),
+                                    lambda q, k, v: X.memory_efficient_attention(q, k, v, attn_bias=causal),
                                     lambda q, k, v: reference(q, k, v, block_visibility([3, 5, 4], [3, 6, 4],
                                                                                         "top-left"))),
         "BMK (3 dims)": ((torch.randn(3, 5, 8),) * 3,
-                         lambda q, k, v: A.memory_efficient_attention(q, k, v),
+                         lambda q, k, v: X.memory_efficient_attention(q, k, v),
                          lambda q, k, v: reference(q[:, :, None], k[:, :, None], v[:, :, None])[:, :, 0]),
     }
 
 
 def flash_forms():
-    from zeropatch import _attention as A
+    from zeropatch import _flash_attn_api as FA
 
     import torch
 
@@ -117,53 +117,53 @@ def flash_forms():
     cu_k = torch.tensor([0, 6, 9, 16], dtype=torch.int32)
     return {
         "flash_attn_func": ((torch.randn(2, 9, 4, 16),) * 3,
-                            lambda q, k, v: A.flash_attn_func(q, k, v, softmax_scale=0.2),
+                            lambda q, k, v: FA.flash_attn_func(q, k, v, softmax_scale=0.2),
                             lambda q, k, v: reference(q, k, v, scale=0.2)),
         "causal, fewer queries (bottom-right)": (
             (torch.randn(2, 3, 4, 16), torch.randn(2, 7, 4, 16), torch.randn(2, 7, 4, 16)),
-            lambda q, k, v: A.flash_attn_func(q, k, v, causal=True),
+            lambda q, k, v: FA.flash_attn_func(q, k, v, causal=True),
             lambda q, k, v: reference(q, k, v, torch.ones(3, 7, dtype=torch.bool).tril(4))),
         "causal, more queries (blind rows)": (
             (torch.randn(2, 7, 4, 16), torch.randn(2, 3, 4, 16), torch.randn(2, 3, 4, 16)),
-            lambda q, k, v: A.flash_attn_func(q, k, v, causal=True),
+            lambda q, k, v: FA.flash_attn_func(q, k, v, causal=True),
             lambda q, k, v: reference(q, k, v, torch.ones(7, 3, dtype=torch.bool).tril(-4))),
         "grouped-query heads": ((torch.randn(2, 5, 8, 16), torch.randn(2, 5, 2, 16), torch.randn(2, 5, 2, 16)),
-                                lambda q, k, v: A.flash_attn_func(q, k, v), reference),
+                                lambda q, k, v: FA.flash_attn_func(q, k, v), reference),
         "qkvpacked": ((torch.randn(2, 6, 3, 4, 16),),
-                      lambda qkv: A.flash_attn_qkvpacked_func(qkv, causal=True),
+                      lambda qkv: FA.flash_attn_qkvpacked_func(qkv, causal=True),
                       lambda qkv: reference(*qkv.unbind(2), torch.ones(6, 6, dtype=torch.bool).tril())),
         "kvpacked": ((torch.randn(2, 6, 4, 16), torch.randn(2, 8, 2, 4, 16)),
-                     lambda q, kv: A.flash_attn_kvpacked_func(q, kv),
+                     lambda q, kv: FA.flash_attn_kvpacked_func(q, kv),
                      lambda q, kv: reference(q, *kv.unbind(2))),
         "varlen": ((torch.randn(13, 4, 16), torch.randn(16, 4, 16), torch.randn(16, 4, 16)),
-                   lambda q, k, v: A.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 7, 7),
+                   lambda q, k, v: FA.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 7, 7),
                    lambda q, k, v: reference(q[None], k[None], v[None], block_visibility([4, 2, 7], [6, 3, 7]))[0]),
         "varlen causal": ((torch.randn(13, 4, 16), torch.randn(16, 4, 16), torch.randn(16, 4, 16)),
-                          lambda q, k, v: A.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 7, 7, causal=True),
+                          lambda q, k, v: FA.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 7, 7, causal=True),
                           lambda q, k, v: reference(q[None], k[None], v[None],
                                                     block_visibility([4, 2, 7], [6, 3, 7], "bottom-right"))[0]),
         "varlen qkvpacked": ((torch.randn(13, 3, 4, 16),),
-                             lambda qkv: A.flash_attn_varlen_qkvpacked_func(qkv, cu_q, 7),
+                             lambda qkv: FA.flash_attn_varlen_qkvpacked_func(qkv, cu_q, 7),
                              lambda qkv: reference(*(t[None] for t in qkv.unbind(1)),
                                                    block_visibility([4, 2, 7], [4, 2, 7]))[0]),
         "1.x unpadded causal (top-left)": (
             (torch.randn(13, 4, 16), torch.randn(16, 4, 16), torch.randn(16, 4, 16)),
-            lambda q, k, v: A.flash_attn_unpadded_func(q, k, v, cu_q, cu_k, 7, 7, 0.0, causal=True),
+            lambda q, k, v: FA.flash_attn_unpadded_func(q, k, v, cu_q, cu_k, 7, 7, 0.0, causal=True),
             lambda q, k, v: reference(q[None], k[None], v[None],
                                       block_visibility([4, 2, 7], [6, 3, 7], "top-left"))[0]),
         "1.x unpadded kvpacked": (
             (torch.randn(13, 4, 16), torch.randn(16, 2, 4, 16)),
-            lambda q, kv: A.flash_attn_unpadded_kvpacked_func(q, kv, cu_q, cu_k, 7, 7, 0.0, softmax_scale=0.3),
+            lambda q, kv: FA.flash_attn_unpadded_kvpacked_func(q, kv, cu_q, cu_k, 7, 7, 0.0, softmax_scale=0.3),
             lambda q, kv: reference(q[None], *(t[None] for t in kv.unbind(1)), block_visibility([4, 2, 7], [6, 3, 7]),
                                     scale=0.3)[0]),
         "1.x unpadded qkvpacked causal": (
             (torch.randn(13, 3, 4, 16),),
-            lambda qkv: A.flash_attn_unpadded_qkvpacked_func(qkv, cu_q, 7, 0.0, causal=True),
+            lambda qkv: FA.flash_attn_unpadded_qkvpacked_func(qkv, cu_q, 7, 0.0, causal=True),
             lambda qkv: reference(*(t[None] for t in qkv.unbind(1)),
                                   block_visibility([4, 2, 7], [4, 2, 7], "top-left"))[0]),
         "bert_padding around varlen (FastChat's LLaMA patch)": (
             (torch.randn(3, 5, 3, 4, 16),),
-            lambda qkv: padded_through_bert_padding(A, qkv, PADDING_MASK),
+            lambda qkv: padded_through_bert_padding(FA, qkv, PADDING_MASK),
             lambda qkv: reference(*qkv.unbind(2), causal_and_padding_visibility(PADDING_MASK))
             * torch.tensor(PADDING_MASK, dtype=torch.float64)[:, :, None, None]),
     }
@@ -172,17 +172,17 @@ def flash_forms():
 PADDING_MASK = [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]  # right-padded: [B, S], 1 = a token
 
 
-def padded_through_bert_padding(A, qkv, mask):
+def padded_through_bert_padding(FA, qkv, mask):
     """FastChat's train_mem.py path: a padded [B, S, 3, H, D] batch unpadded, varlen causal attention, padded back."""
     import torch
 
     mask = torch.tensor(mask)
     batch, length, _, heads, dim = qkv.shape
-    tokens, indices, cu_seqlens, longest = A.unpad_input(qkv.flatten(2), mask)
+    tokens, indices, cu_seqlens, longest = FA.unpad_input(qkv.flatten(2), mask)
     assert cu_seqlens.dtype == torch.int32 and isinstance(longest, int) and longest == 5
-    out = A.flash_attn_varlen_qkvpacked_func(tokens.unflatten(-1, (3, heads, dim)), cu_seqlens, longest, 0.0,
-                                             causal=True)
-    return A.pad_input(out.flatten(1), indices, batch, length).unflatten(-1, (heads, dim))
+    out = FA.flash_attn_varlen_qkvpacked_func(tokens.unflatten(-1, (3, heads, dim)), cu_seqlens, longest, 0.0,
+                                              causal=True)
+    return FA.pad_input(out.flatten(1), indices, batch, length).unflatten(-1, (heads, dim))
 
 
 def causal_and_padding_visibility(mask):
@@ -245,7 +245,7 @@ def test_block_diagonal_attention_builds_no_mask_over_the_packed_sequence(monkey
     import torch
     import torch.nn.functional as F
 
-    from zeropatch import _attention as A
+    from zeropatch import _xformers_api as X
 
     seen = []
     original = F.scaled_dot_product_attention
@@ -255,13 +255,13 @@ def test_block_diagonal_attention_builds_no_mask_over_the_packed_sequence(monkey
         return original(q, k, v, attn_mask=attn_mask, **kwargs)
 
     monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
-    mask = A.BlockDiagonalMask.from_seqlens([64] * 4, [5, 9, 3, 7])
-    A.memory_efficient_attention(torch.randn(1, 256, 2, 8), torch.randn(1, 24, 2, 8), torch.randn(1, 24, 2, 8),
+    mask = X.BlockDiagonalMask.from_seqlens([64] * 4, [5, 9, 3, 7])
+    X.memory_efficient_attention(torch.randn(1, 256, 2, 8), torch.randn(1, 24, 2, 8), torch.randn(1, 24, 2, 8),
                                  attn_bias=mask)
     assert seen == [((1, 2, 64, 8), None)] * 4, seen  # four caption lengths: four calls, no mask
     seen.clear()
     q = torch.randn(1, 256, 2, 8)
-    A.memory_efficient_attention(q, q, q, attn_bias=A.BlockDiagonalMask.from_seqlens([64] * 4))
+    X.memory_efficient_attention(q, q, q, attn_bias=X.BlockDiagonalMask.from_seqlens([64] * 4))
     assert seen == [((4, 2, 64, 8), None)], seen
 
 
@@ -270,23 +270,23 @@ def test_dtypes_are_kept_and_autocast_does_not_downcast():
     they are given."""
     import torch
 
-    from zeropatch import _attention as A
+    from zeropatch import _xformers_api as X, _flash_attn_api as FA
 
     q = torch.randn(1, 4, 2, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert A.memory_efficient_attention(q, q, q).dtype == torch.float32
-        assert A.flash_attn_func(q.half(), q.half(), q.half()).dtype == torch.float16
-    out = A.memory_efficient_attention(q, q, q, output_dtype=torch.bfloat16)
+        assert X.memory_efficient_attention(q, q, q).dtype == torch.float32
+        assert FA.flash_attn_func(q.half(), q.half(), q.half()).dtype == torch.float16
+    out = X.memory_efficient_attention(q, q, q, output_dtype=torch.bfloat16)
     assert out.dtype == torch.bfloat16
 
 
 def test_block_diagonal_mask_packs_and_splits_like_xformers():
     import torch
 
-    from zeropatch import _attention as A
+    from zeropatch import _xformers_api as X
 
     tensors = [torch.randn(2, 3, 4), torch.randn(1, 5, 4)]
-    mask, packed = A.BlockDiagonalMask.from_tensor_list(tensors)
+    mask, packed = X.BlockDiagonalMask.from_tensor_list(tensors)
     assert packed.shape == (1, 11, 4) and mask.q_seqinfo.seqstart_py == [0, 3, 6, 11]
     assert mask.q_seqinfo.seqstart.dtype == torch.int32 and mask.q_seqinfo.max_seqlen == 5
     for part, tensor in zip(mask.split(packed), tensors):
@@ -298,17 +298,17 @@ def test_block_diagonal_mask_packs_and_splits_like_xformers():
 def test_what_sdpa_cannot_do_is_refused_by_name():
     import torch
 
-    from zeropatch import _attention as A
+    from zeropatch import _xformers_api as X, _flash_attn_api as FA
 
     q = torch.randn(1, 4, 2, 8)
     for option in ({"window_size": (2, 2)}, {"alibi_slopes": torch.ones(2)}, {"return_attn_probs": True}):
         with pytest.raises(NotImplementedError, match=next(iter(option))):
-            A.flash_attn_func(q, q, q, **option)
+            FA.flash_attn_func(q, q, q, **option)
     with pytest.raises(TypeError, match="windowsize"):
-        A.flash_attn_func(q, q, q, windowsize=(2, 2))
+        FA.flash_attn_func(q, q, q, windowsize=(2, 2))
     with pytest.raises(ValueError, match="batch of 1"):
-        A.memory_efficient_attention(torch.randn(2, 4, 2, 8), torch.randn(2, 4, 2, 8), torch.randn(2, 4, 2, 8),
-                                     attn_bias=A.BlockDiagonalMask.from_seqlens([4, 4]))
+        X.memory_efficient_attention(torch.randn(2, 4, 2, 8), torch.randn(2, 4, 2, 8), torch.randn(2, 4, 2, 8),
+                                     attn_bias=X.BlockDiagonalMask.from_seqlens([4, 4]))
 
 
 @pytest.mark.skipif(installed("xformers") or installed("flash_attn"), reason="xformers / flash-attn installed")
