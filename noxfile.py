@@ -1,7 +1,8 @@
 """Test environments, each with the real targets on CPU (gloo), built once and reused.
 
 - ``tests(colossalai='0.5.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.5.0 (new optimizer API),
-  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources) / datasets 5.
+  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources) / datasets 5, pinned at the
+  releases ``today`` installs (so their patches' tests run once, in ``today``; the sweep runs each older release).
 - ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
   transformers / peft it pins, pandas 2, numpy 1.26, setuptools 81 (the last with pkg_resources) and datasets 2.21
   (the last with load_metric): where the
@@ -45,7 +46,7 @@ CONSTRAINTS = ("-c", "tests/constraints.txt")
 COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
 LEGACY_DIFFUSERS = "diffusers==0.24.0"  # Latte's pin, which imports what huggingface_hub removed (hf_hub_legacy)
 STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools / xformers stack it is tested with
-    "0.5.0": ["transformers==5.23.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
+    "0.5.0": ["transformers==5.24.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
               "xformers==0.0.35",  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
               LEGACY_DIFFUSERS, "datasets==5.2.0"],
     "0.4.0": ["transformers==4.51.3", "peft==0.13.2", "pandas==2.3.3", "numpy==1.26.4", "setuptools==81.0.0",
@@ -62,13 +63,16 @@ REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,torchaudio,soundfile,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 39, "0.4.0": 86, "today": 6}  # no timm / torchvision / torchaudio there: +5 timm_legacy_api,
+SKIP_BUDGET = {"0.5.0": 36, "0.4.0": 88, "today": 6}  # no timm / torchvision / torchaudio there: +5 timm_legacy_api,
 # +3 torchvision_get_image_size, +6 torchaudio_backends each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +1 the
 # Trainer's FSDP1 rehearsal, +6 the datasets patches' tests of what datasets >= 3.0 lacks (datasets 2.21.0 there: their repros run not-needed),
 # +1 peft_adapter_bin's repro (transformers 4.51.3's Trainer asks for safetensors itself), +10 the tests of what
 # transformers 4.52 to 5.13 changed for remote-code models (hf_cache_legacy_api 5, hf_generation_mixin 2,
-# hf_generate_position_ids 1, hf_generate_tuple_cache 1, hf_rope_scaling 1); every session: +1 hf_attn_mask_utils
-# (the module it provides is compared with the library's own where that still exists, < 5.24; today's has none)
+# hf_generate_position_ids 1, hf_generate_tuple_cache 1, hf_rope_scaling 1), +2 hf_safe_serialization (4.51.3 still
+# writes .bin itself); every session: +1 hf_attn_mask_utils
+# (the module it provides is compared with the library's own where that still exists, < 5.24; today's has none);
+# 0.5.0 holds today's transformers, whose patches' tests run in `today` only: -3 there (hf_attn_mask_utils,
+# hf_post_init's transformers-4 test, transformers_adamw's comparison)
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
 PILLOW_9 = "pillow==9.5.0"  # the last Pillow with textsize / getsize (pillow_aliases)
@@ -225,7 +229,9 @@ def sweep(session, stack):
         session.install("--no-deps", "colossalai==0.5.0")
     session.install(*constraints, ".")
     references = install_references(session, SWEEP_REFERENCES.get(stack, []))
-    session.run("python", "tools/sweep.py", stack, env={"ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
+    # after --: some releases, or only some patches (tools/sweep.py: `-- 5.24.0 --patch hf_safe_serialization`)
+    session.run("python", "tools/sweep.py", stack, *session.posargs,
+                env={"ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references)})
     session.notify("compat_table")
 
 
@@ -245,8 +251,10 @@ PEER_SUITES = {  # suite -> what its environment holds besides zeropatch and pyt
                           "omegaconf", "jsonargparse[signatures]", "rich", "pytest-timeout"],
     "accelerate": ["accelerate==1.15.0", "transformers", "datasets", "evaluate", "scipy", "scikit-learn",
                    "parameterized", "pytest-subtests", "pytest-order", "pytest-timeout"],
+    # the last release with a tag in DeepSpeed's repository here (its tests come from the tag)
+    "deepspeed": ["deepspeed==0.19.5", "pytest-timeout"],
 }
-PEER_SUITES_ON_TORCH = {"pytorch-lightning", "accelerate"}  # their environments take the CPU torch first
+PEER_SUITES_ON_TORCH = {"pytorch-lightning", "accelerate", "deepspeed"}  # their environments take the CPU torch first
 
 
 @nox.session
@@ -255,5 +263,7 @@ def peer_suites(session, suite):
     """A library's own test suite with zeropatch off and on (about 15 min for numpy's 48,021 tests on 2 cores)."""
     if suite in PEER_SUITES_ON_TORCH:
         session.install(*CONSTRAINTS, "torch")
+    if suite == "deepspeed":
+        install_deepspeed(session, PEER_SUITES[suite][0], *CONSTRAINTS)
     session.install(*PEER_SUITES[suite], "pytest", "pytest-xdist", "wrapt", ".")
     session.run("python", "tools/peer_suite.py", suite)

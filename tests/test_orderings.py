@@ -73,6 +73,8 @@ CASES = {
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
                          "from transformers import HfArgumentParser, TrainingArguments; "
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
+    "hf_safe_serialization": (("transformers",), ("transformers.modeling_utils", "transformers.trainer"),
+                              "from transformers import PreTrainedModel, Trainer; assert callable(Trainer._save)", False),
     "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
     "hf_trainer_overrides": (("transformers",), ("transformers.trainer",),

@@ -5,7 +5,7 @@ be listed, with the reason the patch means it to differ, in compat/peer_suites/<
 
   python tools/peer_suite.py SUITE       (run by `python3 -m nox -s peer_suites`; SUITE is one of SUITES)
 
-A suite whose source release holds no tests (pytorch-lightning's) takes them from its git repository at the tag of the
+A suite whose source release holds no tests (pytorch-lightning's, DeepSpeed's) takes them from its git repository at the tag of the
 installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local (bare) copy of that repository.
 
 The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
@@ -36,17 +36,23 @@ SUITES = {
     "pyyaml": ("yaml", "tests", PYTEST),
     "accelerate": ("accelerate", "tests", [*PYTEST, "--timeout", "300"]),
     "pytorch-lightning": ("pytorch_lightning", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
+    "deepspeed": ("deepspeed", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
 }
 # suite -> the folders of its tests that run, where not all (those that meet what the patches change)
 SELECTIONS = {
     "pytorch-lightning": [f"tests_pytorch/{folder}" for folder in (
         "trainer", "checkpointing", "core", "callbacks", "loggers", "graveyard", "utilities")],
+    # the configuration and the engine's set-up (ds_config_keys, ds_module_cast, param_names), its schedulers
+    "deepspeed": [f"unit/runtime/{path}" for path in (
+        "test_ds_config_dict.py", "test_ds_config_model.py", "zero/test_zero_config.py", "test_ds_initialize.py",
+        "test_lr_schedulers.py")],
 }
 # suite -> (its git repository, the tag of a release, {import in the tests: import of the installed distribution})
 GIT_SOURCES = {
     # the repository's tests import the unified `lightning` package; its CI rewrites them for the standalone one
     "pytorch-lightning": ("https://github.com/Lightning-AI/pytorch-lightning", "{version}",
                           {"lightning.pytorch": "pytorch_lightning", "lightning.fabric": "lightning_fabric"}),
+    "deepspeed": ("https://github.com/deepspeedai/DeepSpeed", "v{version}", {}),
 }
 
 
@@ -64,6 +70,8 @@ def git_tests(suite, folder):
         archive = subprocess.run(["git", f"--git-dir={origin}", "archive", tag, tests], check=True, timeout=600,
                                  capture_output=True).stdout
         subprocess.run(["tar", "x", "-C", root], input=archive, check=True, timeout=600)
+    if not imports:
+        return root, tests
     pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in imports) + r")\b")
     for directory, _, files in os.walk(os.path.join(root, tests)):
         for name in files:

@@ -2,6 +2,9 @@
 target that the patches claim, one release at a time, in the environment `nox -s sweep` built for the stack.
 
   python tools/sweep.py STACK        (run by `python3 -m nox -s sweep`; STACK is one of STACKS)
+  python tools/sweep.py STACK [RELEASE ...] [--patch NAME ...]
+                                     some releases again (their rows replace theirs), or only some patches of the
+                                     stack (a patch added to a large stack): their results replace theirs in the rows
 
 For each release it installs the target (a release that cannot be installed, or cannot import and start here, is
 recorded as such, with the reason), runs pytest, and records per patch: the repro's outcome ("verified": fails without zeropatch,
@@ -122,7 +125,7 @@ STACKS = {
                       "hf_trainer_tokenizer", "hf_trainer_overrides", "hf_trainer_names", "hf_rope_scaling", "transformers_adamw", "shardformer_t5",
                       "transformers_use_auth_token", "transformers_shard_checkpoint", "hf_removed_names",
                       "hf_load_in_8bit", "hf_generate_cache_name", "hf_cache_legacy_api", "hf_attn_mask_utils", "hf_generation_mixin",
-                      "hf_generate_position_ids", "hf_generate_tuple_cache"],
+                      "hf_generate_position_ids", "hf_generate_tuple_cache", "hf_safe_serialization"],
                      ["tests/test_hf_post_init.py", "tests/test_t5_apex_norm.py", "tests/test_hf_frozen_params.py",
                       "tests/test_hf_checkpoint_dtype.py", "tests/test_legacy.py", "tests/test_hf_training_args.py",
                       "tests/test_hf_trainer_tokenizer.py", "tests/test_hf_trainer_overrides.py",
@@ -132,7 +135,8 @@ STACKS = {
                       "tests/test_hf_removed_names.py", "tests/test_hf_local_rank.py", "tests/test_hf_load_in_8bit.py",
                       "tests/test_hf_generate_cache_name.py", "tests/test_hf_cache_legacy_api.py",
                       "tests/test_hf_attn_mask_utils.py", "tests/test_hf_generation_mixin.py",
-                      "tests/test_hf_generate_position_ids.py", "tests/test_hf_generate_tuple_cache.py"]),
+                      "tests/test_hf_generate_position_ids.py", "tests/test_hf_generate_tuple_cache.py",
+                      "tests/test_hf_safe_serialization.py"]),
     "pandas": (pinned("pandas"), ["2.3.3", "3.0.6", "3.1.0", "3.1.1"], "import pandas",
                ["pandas_groupby_names"], ["tests/test_pandas_groupby_names.py"]),
     "torchvision": (with_torch("torchvision"), [("2.10.0", "0.25.0"), ("2.11.0", "0.26.0"), ("2.15.0", "0.29.2")],
@@ -273,8 +277,14 @@ def orderings(patches):
     return [f"tests/test_orderings.py::{test}[{patch}]" for patch in patches for test in ORDERINGS]
 
 
-def sweep_release(stack, release):
+def sweep_release(stack, release, only=()):
+    """A row: each patch's results on ``release`` (only those of the patches ``only`` names, where it names some:
+    their repros, their own test files and their ordering cases)."""
     install, _, probe, patches, tests_to_run = STACKS[stack]
+    if only:
+        patches = [patch for patch in patches if patch in only]
+        tests_to_run = [path for path in tests_to_run if os.path.basename(path).split("::")[0] in
+                        {f"test_{patch}.py" for patch in patches}]
     tests_to_run = [*tests_to_run, *orderings(patches)]
     row = {"release": release, "patches": {}}
     for arguments, env in install(release):
@@ -318,30 +328,64 @@ def sweep_release(stack, release):
     return row
 
 
+def arguments(words):
+    """(releases named, patches named with --patch) of the command line after STACK."""
+    releases, patches = [], []
+    while words:
+        word, words = words[0], words[1:]
+        if word == "--patch" and words:
+            patches.append(words[0])
+            words = words[1:]
+        else:
+            releases.append(word)
+    return releases, patches
+
+
+def merged(rows, path, only):
+    """The stack's rows in ``path`` with each new row's results put in: the whole row, or only the patches ``only``
+    names (a row not swept before comes in whole)."""
+    if not os.path.exists(path):
+        return rows
+    with open(path) as file:
+        old = {str(row["release"]): row for row in json.load(file)["rows"]}
+    for row in rows:
+        if only and str(row["release"]) in old:
+            kept = old[str(row["release"])]
+            kept["patches"].update(row["patches"])
+            kept["date"], kept["seconds"] = row["date"], kept["seconds"] + row["seconds"]
+        else:
+            old[str(row["release"])] = row
+    return list(old.values())
+
+
 def main():
     stack = sys.argv[1] if len(sys.argv) > 1 else None
     if stack not in STACKS:
-        sys.exit(f"usage: python tools/sweep.py STACK [RELEASE ...] (STACK one of {', '.join(STACKS)})")
-    releases = [release for release in STACKS[stack][1] if not sys.argv[2:] or str(release) in sys.argv[2:]]
-    unknown = set(sys.argv[2:]) - {str(release) for release in STACKS[stack][1]}
+        sys.exit(f"usage: python tools/sweep.py STACK [RELEASE ...] [--patch NAME ...] "
+                 f"(STACK one of {', '.join(STACKS)})")
+    named, only = arguments(sys.argv[2:])
+    releases = [release for release in STACKS[stack][1] if not named or str(release) in named]
+    unknown = set(named) - {str(release) for release in STACKS[stack][1]}
     if unknown:
         sys.exit(f"unknown release(s) {sorted(unknown)} of {stack} (valid: {', '.join(map(str, STACKS[stack][1]))})")
+    strangers = set(only) - set(STACKS[stack][3])
+    if strangers:
+        sys.exit(f"unknown patch(es) {sorted(strangers)} of {stack} (valid: {', '.join(STACKS[stack][3])})")
     started = time.monotonic()
     rows = []
     for release in releases:
         begin = time.monotonic()
-        row = sweep_release(stack, release)
+        row = sweep_release(stack, release, only)
         row["seconds"] = round(time.monotonic() - begin)
         row["date"] = datetime.date.today().isoformat()
         rows.append(row)
         summary = ", ".join(f"{patch}: {result['outcome']}" for patch, result in row["patches"].items())
         print(f"sweep {stack} {release}: {summary} [{row['seconds']} s]", flush=True)
     path = os.path.join(ROOT, "compat", "results", f"{stack}.json")
-    if sys.argv[2:] and os.path.exists(path):  # some releases again: their rows replace theirs, the others stay
-        with open(path) as file:
-            kept = [row for row in json.load(file)["rows"] if str(row["release"]) not in sys.argv[2:]]
+    if named or only:  # some releases or patches again: the others stay
         order = [str(release) for release in STACKS[stack][1]]
-        rows = sorted(kept + rows, key=lambda row: order.index(str(row["release"])) if str(row["release"]) in order else 0)
+        rows = sorted(merged(rows, path, only),
+                      key=lambda row: order.index(str(row["release"])) if str(row["release"]) in order else 0)
     result = {"stack": stack, "date": datetime.date.today().isoformat(), "python": platform.python_version(),
               "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seconds": round(time.monotonic() - started),
               "rows": rows}

@@ -17,6 +17,7 @@ give it the effect it had on transformers 4.5x: ``evaluation_strategy`` is ``eva
 ``transformer_layer_cls_to_wrap`` list, as 4.x put it there; ``logging_dir`` is TensorBoard's directory again
 (``TENSORBOARD_LOGGING_DIR``, which transformers 5 reads) and readable as ``args.logging_dir``;
 ``overwrite_output_dir``, which only scripts read, is readable again as ``args.overwrite_output_dir``;
+``save_safetensors`` is readable again as ``args.save_safetensors``, which ``hf_safe_serialization`` obeys;
 ``use_mps_device``, a no-op since 4.3x (mps is used where it is available), is accepted; ``report_to=None``
 (alpaca-lora without wandb) is "all", every installed integration, as 4.x took it (5.x passes None on to the Trainer,
 which refuses it: "ValueError: None is not supported"). Each translation is logged once. Silently, transformers 5
@@ -43,8 +44,9 @@ RENAMED = {"evaluation_strategy": "eval_strategy", "no_cuda": "use_cpu",
            "per_gpu_eval_batch_size": "per_device_eval_batch_size"}
 SPECIAL = {"group_by_length": "train_sampling_strategy", "warmup_ratio": "warmup_steps",
            "fsdp_transformer_layer_cls_to_wrap": "fsdp_config", "logging_dir": None, "overwrite_output_dir": None,
-           "use_mps_device": None}  # old option -> the field it goes into (None: kept beside the fields)
-KEPT_AS_ATTRIBUTES = ("logging_dir", "overwrite_output_dir")
+           "use_mps_device": None, "save_safetensors": None}  # old option -> its field (None: kept beside them)
+KEPT_AS_ATTRIBUTES = ("logging_dir", "overwrite_output_dir", "save_safetensors")
+BOOLEANS = ("overwrite_output_dir", "save_safetensors")  # kept options read as booleans
 MERGED_WITH = ("warmup_steps", "fsdp_config")  # successors an old option's value is combined with
 TRUE_WORDS = ("true", "1", "yes", "y", "t")
 LOCAL_RANK_UNSET_IN = "5.0"  # 4.x set local_rank to the process's local index at device set-up; 5.x leaves -1
@@ -84,7 +86,7 @@ def translate(values, options):
         elif old == "fsdp_transformer_layer_cls_to_wrap":
             values["fsdp_config"] = _with_layer_class(values.get("fsdp_config"), value)
         elif old in KEPT_AS_ATTRIBUTES:
-            kept[old] = _boolean(value) if old == "overwrite_output_dir" else value
+            kept[old] = _boolean(value) if old in BOOLEANS else value
         inform_once(f"hf_training_args: {old} taken as transformers 4 took it (TrainingArguments has no {old})")
     return values, kept
 
