@@ -142,6 +142,20 @@ def test_methods_of_unnamed_objects_attributes_definitions_and_dict_keys(tmp_pat
                                                 ("a.py", 7, "post_init"), ("a.py", 12, "keys")]
 
 
+def test_a_keyword_given_the_value_that_breaks_or_one_that_may_hold_it(tmp_path):
+    files = {"save.py": """\
+        model.save_pretrained("out", safe_serialization=False)
+        model.save_pretrained("out", safe_serialization=True)
+        model.save_pretrained("out", safe_serialization=args.safe_serialization)
+        model.save_pretrained("out", safe_serialization=0)
+        model.save_pretrained("out")
+        """}
+    patches = (Sample("pickles", "call *.save_pretrained with safe_serialization=False"),)
+    assert found(tmp_path, files, *patches) == [("save.py", 1, "pickles"), ("save.py", 3, "pickles")]
+    with pytest.raises(ValueError, match="not a Python literal"):
+        Signature("call *.save_pretrained with safe_serialization=no")
+
+
 def test_launch_options_in_either_spelling_and_keys_in_configuration_files(tmp_path):
     files = {"scripts/finetune.sh": """\
                  torchrun train.py --evaluation_strategy "no" \\

@@ -5,8 +5,9 @@ be listed, with the reason the patch means it to differ, in compat/peer_suites/<
 
   python tools/peer_suite.py SUITE       (run by `python3 -m nox -s peer_suites`; SUITE is one of SUITES)
 
-A suite whose source release holds no tests (pytorch-lightning's, DeepSpeed's) takes them from its git repository at the tag of the
-installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local (bare) copy of that repository.
+A suite whose source release holds no tests (pytorch-lightning's, DeepSpeed's) takes them from its git repository at
+the tag of the installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local (bare) copy of that
+repository.
 
 The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
 """

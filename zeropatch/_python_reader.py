@@ -134,8 +134,8 @@ class PythonFileReader(ast.NodeVisitor):
             names |= self._class_bases(node.func)
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, (ast.Name, ast.Attribute)):
             names |= {f"{base}.{node.func.attr}" for base in self._class_bases(node.func.value)}
-        keywords = {keyword.arg for keyword in node.keywords}  # any keyword named breaks where it was removed;
-        valued = {keyword.arg for keyword in node.keywords if not _maybe_none(keyword.value)}  # None is not a value
+        given = {keyword.arg: keyword.value for keyword in node.keywords}  # any keyword named breaks where removed;
+        valued = {name for name, value in given.items() if not _maybe_none(value)}  # None is not a value
         method = node.func.attr if isinstance(node.func, ast.Attribute) and called is None else None
         found = set()
         for signature, patch in self.table["call"]:
@@ -146,7 +146,7 @@ class PythonFileReader(ast.NodeVisitor):
                     continue
             elif not any(fnmatch.fnmatchcase(name, signature.target) for name in names):
                 continue
-            if signature.keyword is None or (bool(signature.keyword & keywords) if signature.present
+            if signature.keyword is None or (_given(signature, given) if signature.present
                                              else not signature.keyword & valued):
                 self._found(node, signature, patch)
                 found.add(patch.name)
@@ -197,6 +197,14 @@ class PythonFileReader(ast.NodeVisitor):
                 if signature.keyword is None or bool(signature.keyword & named) == signature.present:
                     self._found(method, signature, patch)
         self.generic_visit(node)
+
+
+def _given(signature, given):
+    """Whether a call gives one of the signature's keywords, with the value it names where it names one (a literal
+    equal to it, or an expression that may hold it)."""
+    return any(name in given and (name not in signature.values or not isinstance(given[name], ast.Constant)
+                                  or repr(given[name].value) == repr(signature.values[name]))  # False is not 0
+               for name in signature.keyword)
 
 
 def _maybe_none(value):

@@ -12,7 +12,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   tokenizer``; ``a|b``: any of them); ``*`` in DOTTED stands for any part (``call
   transformers.*ForCausalLM.from_pretrained``), and
   ``*.METHOD`` for a method of an object the file's imports do not name (``draw.textsize(...)``, not
-  ``os.path.getsize``);
+  ``os.path.getsize``); ``with NAME=VALUE`` (a Python literal) matches the keyword given that value or an expression
+  that may hold it (``save_pretrained(out, safe_serialization=False)`` or ``=args.safe``, not ``=True``);
 - ``override DOTTED METHOD``: a class derived from ``DOTTED`` defines ``METHOD`` without ``**kwargs`` (the library now
   passes it arguments it does not take);
 - ``define DOTTED METHOD [with|without NAMES]``: a class derived from ``DOTTED`` defines ``METHOD``, whose parameters
@@ -29,12 +30,13 @@ KINDS = ("import", "name", "attribute", "call", "override", "define", "option", 
 class Signature:
     """One parsed ``looks_for`` entry."""
 
-    __slots__ = ("kind", "target", "method", "keyword", "present", "text")
+    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "text")
 
     def __init__(self, text):
         words = text.split()
         self.text = text
         self.keyword = None
+        self.values = {}  # keyword -> the literal it must be given (where the entry names one)
         self.present = True
         if not words or words[0] not in KINDS or len(words) < 2:
             raise ValueError(f"looks_for entry {text!r}: it starts with one of {', '.join(KINDS)}, then what to find")
@@ -44,7 +46,10 @@ class Signature:
         if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
             self.method, rest = rest[0], rest[1:]
         if self.kind in ("call", "define") and rest[:1] in (["with"], ["without"]) and len(rest) == 2:
-            self.present, self.keyword = rest[0] == "with", frozenset(rest[1].split("|"))
+            self.present = rest[0] == "with"
+            named = [word.partition("=") for word in rest[1].split("|")]
+            self.keyword = frozenset(name for name, _, _ in named)
+            self.values = {name: _literal(text, value) for name, equals, value in named if equals}
         elif self.kind == "override" and len(rest) == 1:
             self.method = rest[0]
         elif (rest or self.kind == "override" or (self.kind == "define" and self.method is None)
@@ -52,6 +57,15 @@ class Signature:
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
                              f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
                              f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME'")
+
+
+def _literal(text, value):
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"looks_for entry {text!r}: {value!r} after '=' is not a Python literal") from None
 
 
 class Finding:

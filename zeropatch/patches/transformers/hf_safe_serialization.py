@@ -164,7 +164,7 @@ def apply(patcher, module):
             raise Skip("transformers.trainer has no Trainer._save")
         from transformers import TrainingArguments
 
-        if "save_safetensors" in {field for field in getattr(TrainingArguments, "__dataclass_fields__", {})}:
+        if "save_safetensors" in getattr(TrainingArguments, "__dataclass_fields__", {}):
             raise NotNeeded("TrainingArguments still has save_safetensors")
         patcher.wrap(trainer, "_save", _trainer_save)
         return "Trainer._save writes .bin weights where the arguments say save_safetensors=False"
@@ -186,7 +186,7 @@ PATCH = Patch(
     targets=("transformers.modeling_utils", "transformers.trainer"),
     apply=apply,
     errors=(r"No such file or directory: '[^']*pytorch_model[^']*\.bin'",),
-    looks_for=("call *.save_pretrained with safe_serialization", "option --save_safetensors",
+    looks_for=("call *.save_pretrained with safe_serialization=False", "option --save_safetensors",
                *(f"call transformers.{arguments} with save_safetensors"
                  for arguments in ("TrainingArguments", "training_args.TrainingArguments"))),
 )
