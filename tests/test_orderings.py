@@ -73,6 +73,8 @@ CASES = {
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
                          "from transformers import HfArgumentParser, TrainingArguments; "
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
+    "python_removed_modules": ((), ("imp", "distutils.version"),
+                               "import importlib, json; assert importlib.reload(json) is json", False),
     "hf_safe_serialization": (("transformers",), ("transformers.modeling_utils", "transformers.trainer"),
                               "from transformers import PreTrainedModel, Trainer; assert callable(Trainer._save)", False),
     "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),
@@ -185,11 +187,12 @@ CASES = {
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
-            "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls", "hf_attn_mask_utils"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls", "hf_attn_mask_utils",
+            "python_removed_modules"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}
-PROVIDED_PACKAGES = ("xformers", "flash_attn")  # whole packages provided: no parent exists before
+PROVIDED_PACKAGES = ("xformers", "flash_attn", "distutils")  # whole packages provided: no parent exists before
 
 HELPERS = f'''
 import importlib, os, sys

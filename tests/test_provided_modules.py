@@ -17,8 +17,9 @@ FILLS = {
     "pl_moved_names": "pytorch_lightning.utilities.distributed",
     "openai_object": "openai.openai_object",
     "pkg_resources": "pkg_resources",
+    "python_removed_modules": "distutils.version",
 }
-LIBRARY = {"pkg_resources": "setuptools"}  # where the module's top level is not its library's
+LIBRARY = {"pkg_resources": "setuptools", "python_removed_modules": "distutils"}  # where the module's top level is not its library's
 
 
 def test_every_patch_that_fills_a_provided_module_is_checked():

@@ -152,6 +152,8 @@ REPROS = {
                             None, "repro: float32 master weights, one mixed-precision step trained"),
     "hf_training_args": (("torch", "transformers"), None, "all", {}, training_arguments_lost_an_option,
                          None, "repro: the alpaca command line parsed with its 4.x effects; 2 steps trained"),
+    "python_removed_modules": ((), None, "all", {}, lambda: sys.version_info >= (3, 12), None,
+                               "repro: options, configuration and versions read as on Python 3.11"),
     "hf_safe_serialization": (("torch", "transformers"), None, "all", {},
                               lambda: distribution_version("transformers") >= (5,), None,
                               "repro: pytorch_model.bin holds the"),

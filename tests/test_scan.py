@@ -47,8 +47,8 @@ def test_a_malformed_signature_names_the_valid_forms():
 class Sample:
     """A patch as the registry holds one, for the form tests."""
 
-    def __init__(self, name, *looks_for, provides=False):
-        self.name, self.looks_for, self.provides = name, looks_for, provides
+    def __init__(self, name, *looks_for, provides=False, package="sample"):
+        self.name, self.looks_for, self.provides, self.package = name, looks_for, provides, package
 
 
 def found(tmp_path, files, *patches, python=None):

@@ -18,6 +18,7 @@ STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transfor
                  "setuptools": "setuptools", "yapf": "yapf", "accelerate": "accelerate",
                  "xformers": "xformers", "timm": "timm", "huggingface_hub": "huggingface_hub",
                  "diffusers": "diffusers", "pillow": "pillow", "pyyaml": "pyyaml", "openai": "openai", "datasets": "datasets",
+                 "python": "python",
                  "pytorch_lightning": "pytorch-lightning", "peft": "peft",
                  "bitsandbytes": "bitsandbytes", "omegaconf": "omegaconf"}
 PATCH_PACKAGE = {"ds_scheduler": "accelerate", "pg_deepcopy": "torch", "gloo_exit": "torch", "fused_ema": "torch"}

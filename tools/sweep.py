@@ -63,6 +63,13 @@ def deepspeed(releases):
     return steps
 
 
+def the_running_python(release):
+    """Nothing to install: the release is the interpreter running the sweep, or the row says it cannot run here."""
+    if platform.python_version() != release:
+        return f"this interpreter is Python {platform.python_version()}: sweep {release} under it"
+    return []
+
+
 def pinned(distribution):
     """One release of a pure-Python target, with the dependencies that release asks for (torch held by constraints)."""
     return lambda release: [(["install", *constraints(), f"{distribution}=={release}"], {})]
@@ -197,6 +204,12 @@ STACKS = {
     "openai": (pinned("openai"), ["0.28.1", "1.0.0", "2.54.0", "3.57.0"], "import openai", ["openai_object"],
                ["tests/test_openai_object.py"]),
     # 2.21.0 (the last with load_metric), the first and last of each major release since, with today's evaluate
+    # one interpreter at a time (a Python is not pip-installed): run under each release, naming it
+    # (README: a Debian trixie chroot gives 3.13 here)
+    "python": (the_running_python, ["3.11.7", "3.13.5"], "import zeropatch", ["python_removed_modules"],
+               ["tests/test_python_removed_modules.py",
+                "tests/test_provided_modules.py::test_a_provided_module_lists_its_names_as_the_old_one_did"
+                "[python_removed_modules]"]),
     "datasets": (lambda release: [(["install", *constraints(), f"datasets=={release}", "evaluate==0.4.6"], {})],
                  ["2.21.0", "3.0.0", "3.6.0", "4.0.0", "4.8.5", "5.0.0", "5.2.0"], "import datasets, evaluate",
                  ["datasets_load_metric", "datasets_use_auth_token"],
@@ -249,7 +262,8 @@ def last_line(output, marker=("ERROR", "Error", "error")):
 
 
 def versions():
-    return {name: installed(name) for name in TARGETS}
+    return {"python": platform.python_version(), **{name: installed(name) for name in TARGETS}}
+
 
 
 def test_results(junit_path):
@@ -287,7 +301,11 @@ def sweep_release(stack, release, only=()):
                         {f"test_{patch}.py" for patch in patches}]
     tests_to_run = [*tests_to_run, *orderings(patches)]
     row = {"release": release, "patches": {}}
-    for arguments, env in install(release):
+    steps = install(release)
+    if isinstance(steps, str):
+        row["patches"] = {patch: {"outcome": "cannot run here", "detail": steps} for patch in patches}
+        return row
+    for arguments, env in steps:
         code, output = run([sys.executable, "-m", "pip", *arguments, "-q"], INSTALL_SECONDS, env)
         if code != 0:
             row["patches"] = {patch: {"outcome": "cannot install", "detail": last_line(output)} for patch in patches}
@@ -364,6 +382,8 @@ def main():
         sys.exit(f"usage: python tools/sweep.py STACK [RELEASE ...] [--patch NAME ...] "
                  f"(STACK one of {', '.join(STACKS)})")
     named, only = arguments(sys.argv[2:])
+    if stack == "python" and not named:  # only the running interpreter's row: the others' stay
+        named = [platform.python_version()]
     releases = [release for release in STACKS[stack][1] if not named or str(release) in named]
     unknown = set(named) - {str(release) for release in STACKS[stack][1]}
     if unknown:

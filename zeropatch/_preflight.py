@@ -9,18 +9,26 @@ import sys
 from zeropatch._cli import REHEARSAL
 from zeropatch._legacy import find_pin
 from zeropatch._registry import _registry
-from zeropatch._scan import scan
+from zeropatch._scan import REMOVED_IN, scan
 from zeropatch._versions import installed_version, version_tuple
 
 _FIRST_RELEASE = re.compile(r"\s*(\d+(?:\.\d+)*)")
 GPU_DEVICES = ("/dev/nvidiactl", "/dev/kfd")  # NVIDIA's and ROCm's driver nodes: seen without importing torch
 
 
-def breaks_here(patch):
+def breaks_here(patch, python=None):
     """(breaks on the installed release, why): the patch's library installed at or after the first release its
-    ``affected`` names (for the CPU rehearsal: on a machine without a GPU)."""
+    ``affected`` names (for the CPU rehearsal: on a machine without a GPU; for a module Python removed: the job's
+    Python, ``python`` where given, is one without it)."""
     if patch.name == REHEARSAL and any(os.path.exists(device) for device in GPU_DEVICES):
         return False, "this machine has a GPU"
+    if patch.package == "python":  # modules Python removed: missing from the job's interpreter
+        python = python or sys.version_info[:2]
+        release = "{}.{}".format(*python)
+        if python < REMOVED_IN:
+            return False, f"Python {release} still has them; affected: {patch.affected}"
+        removed = ".".join(map(str, REMOVED_IN))
+        return True, f"Python {release} has none (removed in {removed}); affected: {patch.affected}"
     version = installed_version(patch.package)
     first = _FIRST_RELEASE.match(patch.affected)
     if version is None:
@@ -82,7 +90,7 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             print(f"          {finding.advice}", file=out)
             continue
         patch = registry[finding.patch].patch
-        breaks, why = breaks_here(patch)
+        breaks, why = breaks_here(patch, python)
         on = patch.name in selected
         if not breaks:
             label, notes = "note", notes + 1

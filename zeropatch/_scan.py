@@ -22,6 +22,7 @@ SKIPPED_FOLDERS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".nox
                    ".eggs", "build", "dist", ".ipynb_checkpoints"}
 MAX_FILE_BYTES = 2 << 20  # a data file named .json / .txt is not a launch file worth reading
 PYTHON_REMOVALS = ("imp", "distutils")  # standard modules that Python 3.12 removed
+REMOVED_IN = (3, 12)
 CUDA_BUILDS = {"apex", "flash_attn", "xformers", "pytorch3d",
                "tinycudann", "nvdiffrast", "causal_conv1d", "mamba_ssm"}
 
@@ -77,6 +78,7 @@ def scan(root, patches, python=None, arguments=()):
     python = python or sys.version_info[:2]
     table = signatures(patches)
     provided = {signature.target.split(".")[0] for signature, patch in table["import"] if patch.provides}
+    restored = {signature.target for signature, patch in table["import"] if patch.package == "python"}
     options = [(_text_pattern(signature), signature, patch) for signature, patch in table["option"] + table["key"]]
     folder = os.path.isdir(root)
     files = list(_files(root)) if folder else reached_files(root, arguments)
@@ -127,7 +129,7 @@ def scan(root, patches, python=None, arguments=()):
         result.findings += reader.find(repository_classes)
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
-        result.findings += _python_removals(reader.path, reader.imports, reader.lines, python)
+        result.findings += _python_removals(reader.path, reader.imports, reader.lines, python, restored)
     for top, places in sorted(missing.items()):
         if (top in sys.stdlib_module_names or top in PYTHON_REMOVALS or top in provided
                 or importlib.util.find_spec(top) is not None):
@@ -141,8 +143,9 @@ def scan(root, patches, python=None, arguments=()):
     return result
 
 
-def _python_removals(shown, imports, lines, python):
-    """Modules the job's Python release removed (3.12: ``imp``, ``distutils`` unless setuptools stands in), and
+def _python_removals(shown, imports, lines, python, restored=()):
+    """Modules the job's Python release removed (3.12: ``imp``, ``distutils`` unless setuptools stands in) that no
+    patch puts back (``restored``: the modules patches of Python's removals provide, and their submodules), and
     compiled extensions built at run time."""
     import importlib.util
 
@@ -150,9 +153,11 @@ def _python_removals(shown, imports, lines, python):
     for node, module in imports:
         top = module.split(".")[0]
         advice = None
-        if python >= (3, 12) and top == "imp":
+        if any(module == name or module.startswith(name + ".") for name in restored):
+            continue  # the patch's own finding says it
+        if python >= REMOVED_IN and top == "imp":
             advice = "imp was removed in Python 3.12: use importlib"
-        elif python >= (3, 12) and top == "distutils" and importlib.util.find_spec("setuptools") is None:
+        elif python >= REMOVED_IN and top == "distutils" and importlib.util.find_spec("setuptools") is None:
             advice = "distutils was removed in Python 3.12: install setuptools (it provides distutils) or use sysconfig"
         elif module == "torch.utils.cpp_extension":
             advice = ("a compiled extension: it must be built for the installed torch (a compiler; nvcc for CUDA "

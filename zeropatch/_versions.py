@@ -1,10 +1,15 @@
 """Versions: what is installed (read once, without importing it) and the release tuple of a version string."""
 
+import sys
+
 _VERSIONS = {}  # distribution -> installed version or None: what is installed does not change under a process
 
 
 def installed_version(distribution):
-    """The installed version of a distribution, without importing it; None when not installed."""
+    """The installed version of a distribution, without importing it; None when not installed. "python" is the
+    interpreter's release (patches of modules CPython removed name it as their package)."""
+    if distribution == "python":
+        return "{}.{}.{}".format(*sys.version_info[:3])
     if distribution not in _VERSIONS:
         import importlib.metadata
 

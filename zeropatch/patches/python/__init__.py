@@ -1,0 +1,2 @@
+"""Patches for modules CPython releases removed from the standard library: one module per patch, named as the
+patch."""
