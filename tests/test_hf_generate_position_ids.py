@@ -7,8 +7,8 @@ import pytest
 from conftest import assert_ok, distribution_version, requires, run_python
 
 pytestmark = [requires("torch", "transformers"),
-              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5, 13),
-                                 reason="generate hands 4.x hooks its position ids by 5.13 (swept)")]
+              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5, 3),
+                                 reason="generate hands 4.x hooks its position ids since 5.3 (swept, bisected)")]
 
 MODEL = '''
 import torch

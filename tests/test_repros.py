@@ -173,7 +173,7 @@ REPROS = {
                             "repro: the 4.51-style model generated its greedy tokens"),
     # on 5.24 the model's forward names past_key_values: the failing run keeps hf_generate_cache_name, which 5.24 needs
     "hf_generate_position_ids": (("torch", "transformers"), "hf_generate_cache_name", "all", {},
-                                 lambda: distribution_version("transformers") >= (5, 13), None,
+                                 lambda: distribution_version("transformers") >= (5, 3), None,
                                  "repro: generate with the cache gave the greedy tokens"),
     "hf_generate_tuple_cache": (("torch", "transformers"), "hf_generate_cache_name", "all", {},
                                 lambda: distribution_version("transformers") >= (4, 54), None,

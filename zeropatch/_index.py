@@ -1310,7 +1310,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'generate leaves a 4.x prepare_inputs_for_generation (remote-code Phi-3, MiniCPM, InternLM2) to make its '
               "own position ids, as 4.x did (5.x: the whole sequence's positions for each new token)",
    'package': 'transformers',
-   'affected': '5.13.0-5.24.0 (swept; the first release it breaks on, between the 5.x minors before, not bisected yet)',
+   'affected': '5.3.0-5.24.0 (swept; the first release it breaks on, bisected: 5.0.0 runs the repro without it)',
    'errors': ('Sizes of tensors must match except in dimension 2',),
    'default': True,
    'provides': False,

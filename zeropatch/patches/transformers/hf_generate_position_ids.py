@@ -1,6 +1,6 @@
 """hf_generate_position_ids: ``generate`` leaves a 4.x ``prepare_inputs_for_generation`` to make its own position ids.
 
-Breaks: in transformers 5.x (by 5.13; 5.2 began making them, but its generate did not yet break such hooks) ``generate``
+Breaks: since transformers 5.3 (5.2 began making them, but its generate did not yet break such hooks) ``generate``
 makes the position ids itself, for the whole sequence so far, puts them in the keyword arguments of
 ``prepare_inputs_for_generation`` and counts on it to cut them to the new tokens (transformers' own does). The 4.x
 override of the Hub's remote-code models and their vendored copies (Phi-3, MiniCPM, InternLM2, Mistral-era code:
@@ -62,7 +62,7 @@ PATCH = Patch(
     summary="generate leaves a 4.x prepare_inputs_for_generation (remote-code Phi-3, MiniCPM, InternLM2) to make its "
     "own position ids, as 4.x did (5.x: the whole sequence's positions for each new token)",
     package="transformers",
-    affected="5.13.0-5.24.0 (swept; the first release it breaks on, between the 5.x minors before, not bisected yet)",
+    affected="5.3.0-5.24.0 (swept; the first release it breaks on, bisected: 5.0.0 runs the repro without it)",
     targets=("transformers.generation.utils",),
     apply=apply,
     errors=(r"Sizes of tensors must match except in dimension 2",),
