@@ -126,8 +126,7 @@ STACKS = {
                    "tests/test_ds_scheduler.py::test_what_cannot_be_deferred_says_what_to_do",
                    "tests/test_ds_config_keys.py", "tests/test_ds_module_cast.py"]),
     "transformers": (pinned("transformers"), ["4.46.3", "4.49.0", "4.51.3", "4.57.3", "5.0.0", "5.3.0", "5.7.0", "5.8.0",
-                                          "5.12.1",
-                                          "5.13.0", "5.23.0", "5.24.0"],
+                                              "5.12.1", "5.13.0", "5.23.0", "5.24.0"],
                      "import transformers; from transformers import PreTrainedModel, T5EncoderModel",
                      ["hf_post_init", "t5_apex_norm", "hf_frozen_params", "hf_checkpoint_dtype", "hf_training_args",
                       "hf_trainer_tokenizer", "hf_trainer_overrides", "hf_trainer_names", "hf_rope_scaling", "transformers_adamw", "shardformer_t5",
@@ -264,7 +263,6 @@ def last_line(output, marker=("ERROR", "Error", "error")):
 
 def versions():
     return {"python": platform.python_version(), **{name: installed(name) for name in TARGETS}}
-
 
 
 def test_results(junit_path):

@@ -5,6 +5,7 @@ import os
 import re
 import sys
 
+
 def strtobool(value):
     """1 for y, yes, t, true, on, 1; 0 for n, no, f, false, off, 0 (any case); ValueError otherwise (3.11's)."""
     value = value.lower()

@@ -8,8 +8,6 @@ SEARCH_ERROR, PY_SOURCE, PY_COMPILED, C_EXTENSION, PY_RESOURCE, PKG_DIRECTORY, C
     PY_CODERESOURCE, IMP_HOOK = range(10)  # imp's type codes
 
 
-# imp, on importlib --------------------------------------------------------------------------------------------------
-
 def new_module(name):
     """A new, empty module named ``name``, not in ``sys.modules``."""
     return type(sys)(name)

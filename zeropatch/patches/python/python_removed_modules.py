@@ -22,8 +22,8 @@ from zeropatch._core import NotNeeded, Patch, is_provided
 
 IMP = ("new_module", "reload", "get_magic", "get_tag", "cache_from_source", "source_from_cache", "get_suffixes",
        "acquire_lock", "release_lock", "lock_held", "is_builtin", "is_frozen", "load_source", "load_compiled",
-       "load_package", "load_dynamic", "find_module", "load_module", "SEARCH_ERROR", "PY_SOURCE", "PY_COMPILED", "C_EXTENSION",
-       "PY_RESOURCE", "PKG_DIRECTORY", "C_BUILTIN", "PY_FROZEN", "PY_CODERESOURCE", "IMP_HOOK")
+       "load_package", "load_dynamic", "find_module", "load_module", "SEARCH_ERROR", "PY_SOURCE", "PY_COMPILED",
+       "C_EXTENSION", "PY_RESOURCE", "PKG_DIRECTORY", "C_BUILTIN", "PY_FROZEN", "PY_CODERESOURCE", "IMP_HOOK")
 CONTENTS = {  # provided module -> (the module of zeropatch's that holds its names, its names, its docstring)
     "imp": ("_imp_on_importlib", IMP, "imp on importlib (removed in Python 3.12; provided by zeropatch)"),
     "distutils": (None, (), "distutils' run-time parts (removed in Python 3.12; provided by zeropatch)"),
