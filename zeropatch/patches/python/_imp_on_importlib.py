@@ -1,8 +1,10 @@
-"""imp on importlib: Python 3.11's ``imp`` functions (removed in 3.12), each doing what 3.11's did, for
+"""imp on importlib: Python 3.11's ``imp`` functions (removed in 3.12), each doing what 3.11's did (the import lock,
+``is_builtin`` and ``is_frozen`` are ``_imp``'s own, which 3.11's imp re-exported), for
 ``python_removed_modules``."""
 
 import os
 import sys
+from _imp import acquire_lock, is_builtin, is_frozen, lock_held, release_lock  # noqa: F401 (imp re-exported them)
 
 SEARCH_ERROR, PY_SOURCE, PY_COMPILED, C_EXTENSION, PY_RESOURCE, PKG_DIRECTORY, C_BUILTIN, PY_FROZEN, \
     PY_CODERESOURCE, IMP_HOOK = range(10)  # imp's type codes
@@ -51,37 +53,6 @@ def get_suffixes():
             + [(suffix, "rb", PY_COMPILED) for suffix in machinery.BYTECODE_SUFFIXES])
 
 
-def acquire_lock():
-    import _imp
-
-    _imp.acquire_lock()
-
-
-def release_lock():
-    import _imp
-
-    _imp.release_lock()
-
-
-def lock_held():
-    import _imp
-
-    return _imp.lock_held()
-
-
-def is_builtin(name):
-    """1 for a built-in module that can be initialised again, -1 for one that cannot, 0 for none (3.11's answer)."""
-    import _imp
-
-    return _imp.is_builtin(name)
-
-
-def is_frozen(name):
-    import _imp
-
-    return _imp.is_frozen(name)
-
-
 def _load(name, pathname, loader, again=True):
     """The module ``name`` executed from ``pathname`` by ``loader``: a fresh one, or (``again``) the one already in
     ``sys.modules`` executed again in place (imp's contract: a second load_source re-runs the code in that module)."""
@@ -120,20 +91,24 @@ def _reading(loader_class, file):
     return FromOpenFile
 
 
+def _load_file(name, pathname, file, loader_class):
+    """``load_source`` / ``load_compiled``: the module loaded (from ``file`` where given), then given a plain loader
+    of ``loader_class`` for its path, as 3.11 left it."""
+    module = _load(name, pathname, _reading(loader_class, file)(name, pathname))
+    module.__loader__ = module.__spec__.loader = loader_class(name, pathname)
+    return module
+
+
 def load_source(name, pathname, file=None):
     import importlib.machinery
 
-    module = _load(name, pathname, _reading(importlib.machinery.SourceFileLoader, file)(name, pathname))
-    module.__loader__ = module.__spec__.loader = importlib.machinery.SourceFileLoader(name, pathname)
-    return module
+    return _load_file(name, pathname, file, importlib.machinery.SourceFileLoader)
 
 
 def load_compiled(name, pathname, file=None):
     import importlib.machinery
 
-    module = _load(name, pathname, _reading(importlib.machinery.SourcelessFileLoader, file)(name, pathname))
-    module.__loader__ = module.__spec__.loader = importlib.machinery.SourcelessFileLoader(name, pathname)
-    return module
+    return _load_file(name, pathname, file, importlib.machinery.SourcelessFileLoader)
 
 
 def load_package(name, path):
