@@ -8,9 +8,10 @@ import pytest
 
 from conftest import assert_ok, clean_environment, distribution_version, requires, run_python
 
+TRANSFORMERS = distribution_version("transformers") or (0,)
 pytestmark = [requires("torch", "transformers"),
-              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (4, 54),
-                                 reason="generate gives such models no cache up to 4.53")]
+              pytest.mark.skipif(TRANSFORMERS < (4, 54) or TRANSFORMERS[:2] == (5, 0),
+                                 reason="generate gives such models no cache up to 4.53, nor in 5.0")]
 
 
 def test_only_models_written_for_tuples_see_tuples(tmp_path):

@@ -1235,7 +1235,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'the 2024 KV-cache API remote-code models call (get_usable_length, seen_tokens, from_legacy_cache, '
               "key_cache, get_max_length None for no maximum) back on transformers' Cache",
    'package': 'transformers',
-   'affected': '4.49.0-5.24.0 (swept: 4.49.0, 4.57.3, 5.13.0, 5.24.0)',
+   'affected': '4.49.0-5.24.0 (swept: 4.49.0, 4.51.3, 4.57.3, 5.13.0, 5.24.0; 4.46.3 not-needed)',
    'errors': ("'\\w*Cache' object has no attribute "
               "'(get_usable_length|seen_tokens|get_max_length|from_legacy_cache|to_legacy_cache|key_cache|value_cache)'",
               "type object 'DynamicCache' has no attribute '(from_legacy_cache|to_legacy_cache)'",
@@ -1326,8 +1326,9 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'generate runs a model written for tuple caches (early InternLM2, Baichuan, Qwen-1, ChatGLM2) as 4.53 '
               'did: tuples in, tuples out, a DynamicCache for generate',
    'package': 'transformers',
-   'affected': '4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the first 4.x release that builds a cache for every '
-               'model is read, not swept)',
+   'affected': '4.57.3 (swept; read back to the first 4.x release that builds a cache for every model), 5.3.0-5.24.0 '
+               '(swept: 5.3.0, 5.13.0, 5.24.0; 5.0.0 is not-needed, it builds no cache unless asked; the two releases '
+               'between fail the same way by hand)',
    'errors': ("'NoneType' object has no attribute 'shape'",
               "'\\w*Cache' object is not subscriptable",
               "'tuple' object has no attribute 'get_seq_length'",

@@ -218,7 +218,7 @@ PATCH = Patch(
     summary="the 2024 KV-cache API remote-code models call (get_usable_length, seen_tokens, from_legacy_cache, "
     "key_cache, get_max_length None for no maximum) back on transformers' Cache",
     package="transformers",
-    affected="4.49.0-5.24.0 (swept: 4.49.0, 4.57.3, 5.13.0, 5.24.0)",
+    affected="4.49.0-5.24.0 (swept: 4.49.0, 4.51.3, 4.57.3, 5.13.0, 5.24.0; 4.46.3 not-needed)",
     targets=("transformers.cache_utils",),
     apply=apply,
     report=report,

@@ -6,8 +6,9 @@ and others vendor): its ``prepare_inputs_for_generation`` reads ``past_key_value
 ``torch.cat`` onto ``past_key_value[0]``, and it returns tuples. Up to 4.53 ``generate`` gave such a model (one that
 did not declare ``_supports_cache_class``) no cache at the first step and whatever it returned after. Since 4.54 it
 hands every model a ``DynamicCache`` from the start and expects one back: "'NoneType' object has no attribute
-'shape'" (an empty layer), "'DynamicCache' object is not subscriptable" (5.0), "'tuple' object has no attribute
-'get_seq_length'".
+'shape'" (an empty layer), "'DynamicCache' object is not subscriptable" (5.1), "'tuple' object has no attribute
+'get_seq_length'". 5.0 alone built no cache unless ``cache_implementation`` asked for one (models made their own),
+so such a model ran there; 5.1 built the cache in ``generate`` again.
 
 Changes: while ``generate`` runs a model whose ``forward`` is its own (no transformers model's ``forward`` in its
 classes: LLaVA's subclass of ``LlamaForCausalLM`` runs transformers' cache code and is left alone), defined in a
@@ -88,9 +89,13 @@ def apply(patcher, generation_utils):
         raise Skip("transformers.generation.utils has no GenerationMixin.generate")
     import transformers
 
-    if version_tuple(transformers.__version__) < (4, 54):
+    release = version_tuple(transformers.__version__)
+    if release < (4, 54):
         raise NotNeeded("generate still gives models that do not declare _supports_cache_class no cache "
                         "(transformers <= 4.53)")
+    if (5, 0) <= release < (5, 1):
+        raise NotNeeded("generate builds no cache unless cache_implementation asks for one, and hands a model's "
+                        "own tuples back to it (transformers 5.0)")
     from transformers.cache_utils import DynamicCache
 
     if not hasattr(DynamicCache(), "layers"):
@@ -104,8 +109,9 @@ PATCH = Patch(
     summary="generate runs a model written for tuple caches (early InternLM2, Baichuan, Qwen-1, ChatGLM2) as 4.53 "
     "did: tuples in, tuples out, a DynamicCache for generate",
     package="transformers",
-    affected="4.57.3-5.24.0 (swept: 4.57.3, 5.13.0, 5.24.0; the first 4.x release that builds a cache for every model "
-    "is read, not swept)",
+    affected="4.57.3 (swept; read back to the first 4.x release that builds a cache for every model), 5.3.0-5.24.0 "
+    "(swept: 5.3.0, 5.13.0, 5.24.0; 5.0.0 is not-needed, it builds no cache unless asked; the two releases between "
+    "fail the same way by hand)",
     targets=("transformers.generation.utils",),
     apply=apply,
     errors=(r"'NoneType' object has no attribute 'shape'", r"'\w*Cache' object is not subscriptable",
