@@ -15,8 +15,9 @@ Changes, for a subclass whose override lacks the new parameter (overrides that t
 for the new release and are left alone): the trainer calls its ``compute_loss`` without ``num_items_in_batch`` and
 treats its loss as 4.3x did (each micro-batch's mean, divided by the accumulation steps: the instance's
 ``model_accepts_loss_kwargs`` is False, so ``super().compute_loss`` behaves as 4.3x's too; 4.46 and 4.47 divide no
-such loss by the accumulation steps, nor that of any model without loss keywords: their regression, fixed in 4.48,
-which the patch leaves); its
+such loss by the accumulation steps, nor that of any model without loss keywords, and 5.2-5.5 divide every model's
+loss by them twice (accelerate's ``backward`` divides again): regressions of the library's own, fixed in 4.48 and
+5.6, which the patch leaves); its
 ``_get_train_sampler`` is called without the dataset (it reads ``self.train_dataset``, as in 4.x); ``Trainer.
 _save_checkpoint`` takes the ``metrics`` such an override hands on and leaves them, as the Trainer has already
 judged the best checkpoint from the same evaluation (4.47+). Adapters live on the trainer instance, never on the
