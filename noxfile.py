@@ -255,8 +255,12 @@ PEER_SUITES = {  # suite -> what its environment holds besides zeropatch and pyt
                    "parameterized", "pytest-subtests", "pytest-order", "pytest-timeout"],
     # the last release with a tag in DeepSpeed's repository here (its tests come from the tag)
     "deepspeed": ["deepspeed==0.19.5", "pytest-timeout"],
+    # its tests come from the v5.24.0 tag (tools/peer_suite.py); what tests/trainer and tests/utils import
+    "transformers": ["transformers==5.24.0", "accelerate", "datasets", "evaluate", "peft", "parameterized",
+                     "pytest-timeout", "pytest-rerunfailures", "sentencepiece", "protobuf", "scikit-learn"],
 }
-PEER_SUITES_ON_TORCH = {"pytorch-lightning", "accelerate", "deepspeed"}  # their environments take the CPU torch first
+# their environments take the CPU torch first
+PEER_SUITES_ON_TORCH = {"pytorch-lightning", "accelerate", "deepspeed", "transformers"}
 
 
 @nox.session

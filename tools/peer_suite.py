@@ -5,9 +5,10 @@ be listed, with the reason the patch means it to differ, in compat/peer_suites/<
 
   python tools/peer_suite.py SUITE       (run by `python3 -m nox -s peer_suites`; SUITE is one of SUITES)
 
-A suite whose source release holds no tests (pytorch-lightning's, DeepSpeed's) takes them from its git repository at
-the tag of the installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local (bare) copy of that
-repository.
+A suite whose source release holds no tests (pytorch-lightning's, DeepSpeed's, transformers') takes them from its git
+repository at the tag of the installed release; where GitHub cannot be reached, ZEROPATCH_PEER_GIT names a local
+(bare) copy of that repository, or ZEROPATCH_PEER_TESTS a folder holding the repository's test files gathered
+elsewhere (the results then name it as their source, in place of the tag).
 
 The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
 """
@@ -38,6 +39,7 @@ SUITES = {
     "accelerate": ("accelerate", "tests", [*PYTEST, "--timeout", "300"]),
     "pytorch-lightning": ("pytorch_lightning", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
     "deepspeed": ("deepspeed", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
+    "transformers": ("transformers", "tests", [*PYTEST, "--timeout", "300", "--continue-on-collection-errors"]),
 }
 # suite -> the folders of its tests that run, where not all (those that meet what the patches change)
 SELECTIONS = {
@@ -47,6 +49,8 @@ SELECTIONS = {
     "deepspeed": [f"unit/runtime/{path}" for path in (
         "test_ds_config_dict.py", "test_ds_config_model.py", "zero/test_zero_config.py", "test_ds_initialize.py",
         "test_lr_schedulers.py")],
+    # the Trainer, its arguments and callbacks; the utilities (the hub, imports, generic helpers the patches meet)
+    "transformers": ["trainer", "utils"],
 }
 # suite -> (its git repository, the tag of a release, {import in the tests: import of the installed distribution})
 GIT_SOURCES = {
@@ -54,6 +58,7 @@ GIT_SOURCES = {
     "pytorch-lightning": ("https://github.com/Lightning-AI/pytorch-lightning", "{version}",
                           {"lightning.pytorch": "pytorch_lightning", "lightning.fabric": "lightning_fabric"}),
     "deepspeed": ("https://github.com/deepspeedai/DeepSpeed", "v{version}", {}),
+    "transformers": ("https://github.com/huggingface/transformers", "v{version}", {}),
 }
 
 
@@ -64,7 +69,9 @@ def git_tests(suite, folder):
     repository, tag, imports = GIT_SOURCES[suite]
     root, tag = os.path.join(folder, "source"), tag.format(version=importlib.metadata.version(suite))
     origin = os.environ.get("ZEROPATCH_PEER_GIT", repository)
-    if "://" in origin:
+    if os.environ.get("ZEROPATCH_PEER_TESTS"):
+        shutil.copytree(os.environ["ZEROPATCH_PEER_TESTS"], root)
+    elif "://" in origin:
         subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", tag, origin, root], check=True, timeout=600)
     else:  # a local copy (a mirror may lack large files the tests do not need): only the tests, from the tag
         os.makedirs(root)
@@ -100,6 +107,19 @@ def source_tests(suite, folder):
     return root, tests
 
 
+def tests_source(suite):
+    """Where the suite's tests came from, for the results."""
+    if not SUITES[suite][1]:
+        return "the installed package"
+    if suite not in GIT_SOURCES:
+        return "its source release"
+    if os.environ.get("ZEROPATCH_PEER_TESTS"):
+        return (f"test files gathered elsewhere (ZEROPATCH_PEER_TESTS; compat/peer_suites/{suite}-sources.json), "
+                "not the tag")
+    repository, tag, _ = GIT_SOURCES[suite]
+    return f"{repository} at {tag.format(version=importlib.metadata.version(suite))}"
+
+
 def run_suite(suite, zeropatch, folder, source):
     """{test id: (outcome, message)}: ids from the package's name on for an installed package's tests (where it is
     installed does not matter), from the tests folder on for a source release's (which run against the installed
@@ -132,6 +152,7 @@ def main(suite):
     stale = sorted(set(intended) - set(differing))
     outcome = {
         "suite": suite, "version": importlib.metadata.version(suite), "tests": len(on),
+        "source": tests_source(suite),
         "passed": {"off": sum(o == "passed" for o, _ in off.values()), "on": sum(o == "passed" for o, _ in on.values())},
         "differing": len(differing), "intended": len(set(differing) & set(intended)), "unexplained": unexplained,
         "stale": stale, "differences": differing,
