@@ -15,7 +15,6 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import interleaved_samples, median_ratio  # noqa: E402

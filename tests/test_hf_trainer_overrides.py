@@ -10,7 +10,8 @@ import pytest
 from conftest import assert_ok, distribution_version, requires, run_python
 
 pytestmark = [requires("torch", "transformers"),
-              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (4, 46), reason="transformers >= 4.46")]
+              pytest.mark.skipif((distribution_version("transformers") or (0,)) < (4, 46),
+                                 reason="transformers >= 4.46")]
 
 REPRO = os.path.join(os.path.dirname(__file__), os.pardir, "patches", "hf_trainer_overrides", "repro.py")
 
