@@ -120,3 +120,30 @@ zeropatch.uninstall("hf_hub_legacy")
 assert provided == ("huggingface_hub.utils._errors" not in sys.modules), "uninstall left the provided module"
 print("ok")
 '''))
+
+
+def test_repository_imports_as_the_2023_training_scripts_import_it_and_is_refused_where_one_is_built(tmp_path):
+    """diffusers' 2023 training examples import Repository at the top and build one only to push: with zeropatch the
+    import works on every hub, and where the hub lacks it building one refuses, naming what to use; where the hub
+    still has it (< 1.0) it is the hub's own."""
+    assert_ok(run_python(f'''
+import zeropatch, huggingface_hub
+from huggingface_hub import HfFolder, Repository, create_repo, whoami
+if "Repository" in dir(huggingface_hub):
+    assert Repository.__module__.startswith("huggingface_hub.repository"), Repository.__module__
+else:
+    try:
+        Repository({str(tmp_path)!r}, clone_from="user/model")
+    except RuntimeError as error:
+        assert "upload_folder" in str(error) and "--push_to_hub" in str(error), error
+    else:
+        raise AssertionError("a Repository was built")
+    zeropatch.uninstall("hf_hub_legacy")
+    try:
+        from huggingface_hub import Repository
+    except ImportError as error:
+        assert "cannot import name 'Repository'" in str(error), error
+    else:
+        raise AssertionError("Repository is still importable after uninstall")
+print("ok")
+'''))

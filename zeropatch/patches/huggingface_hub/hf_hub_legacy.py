@@ -1,6 +1,6 @@
 """hf_hub_legacy: what huggingface_hub 0.25, 0.26 and 1.0 removed - ``utils._errors``, ``cached_download``,
-``HfFolder``, ``use_auth_token=``, ``constants.hf_cache_home`` - back on today's hub API, so that legacy code and old
-diffusers pins import and load.
+``HfFolder``, ``use_auth_token=``, ``constants.hf_cache_home``, ``Repository`` - back on today's hub API, so that legacy
+code and old diffusers pins import and load.
 
 Breaks: hub 0.26 removed ``cached_download``; hub 1.0 removed ``HfFolder``, the ``use_auth_token`` argument of every
 hub function and ``constants.hf_cache_home``. diffusers <= 0.25 imports all three at module level: ``import
@@ -9,6 +9,9 @@ diffusers`` with Latte's pin (0.24) on hub >= 1.0 dies with "cannot import name 
 ``use_auth_token=`` to ``hf_hub_download``: "got an unexpected keyword argument 'use_auth_token'". Code that catches
 the hub's errors by their old home, ``from huggingface_hub.utils._errors import RepositoryNotFoundError``, stops
 with "No module named 'huggingface_hub.utils._errors'" since 0.25 (the classes moved to ``huggingface_hub.errors``).
+The 2022-2023 training scripts (diffusers' examples and their forks, transformers' ``*_no_trainer.py``) import
+``Repository`` at the top (``from huggingface_hub import HfFolder, Repository, create_repo, whoami``), to push only
+with ``--push_to_hub``: "cannot import name 'Repository' from 'huggingface_hub'" since 1.0 stops every run.
 
 Changes: ``huggingface_hub.constants.hf_cache_home`` is ``HF_HOME`` (its old value); ``HfFolder`` saves, reads and
 deletes the token file as it did (``get_token`` is today's ``get_token``: the environment first); ``use_auth_token``
@@ -17,7 +20,9 @@ applies too, ``_auth_token.py``: a different ``token`` also given is refused, wh
 ``cached_download(url, ...)`` resolves a Hub URL through ``hf_hub_download`` (same cache, offline modes, token) and
 fetches any other URL into the hub cache once, without sending the token; ``huggingface_hub.utils._errors`` is
 provided with 0.24's names, the hub's own classes (and ``hf_raise_for_status``), so ``except`` clauses catch what the
-hub raises. Each only where the hub lacks it.
+hub raises. ``Repository`` imports again but is not brought back: it was a git clone of a Hub repository pushed
+with git-lfs, which hub 1.0 dropped for its HTTP API; building one raises, naming ``upload_folder``, so a run without
+``--push_to_hub`` trains and one with it stops before training, saying what to use. Each only where the hub lacks it.
 """
 
 from zeropatch._core import NotNeeded, Patch, Skip, is_provided
@@ -59,6 +64,19 @@ class HfFolder:
             os.remove(constants.HF_TOKEN_PATH)
         except FileNotFoundError:
             pass
+
+
+class Repository:
+    """huggingface_hub < 1.0's git-based repository: importable, so that the scripts importing it run; refused where
+    one is built (hub 1.0 removed the git workflow; its HTTP API replaces it)."""
+
+    def __init__(self, local_dir, *args, **kwargs):
+        import huggingface_hub
+
+        raise RuntimeError(
+            f"huggingface_hub {huggingface_hub.__version__} has no Repository (the git clone pushed with git-lfs went "
+            f"in 1.0) and zeropatch does not bring it back: push {local_dir!r} with huggingface_hub.upload_folder("
+            f"repo_id=..., folder_path=...), or run without pushing (--push_to_hub off)")
 
 
 def cached_download(url, *, library_name=None, library_version=None, cache_dir=None, user_agent=None,
@@ -145,10 +163,10 @@ def apply(patcher, module):
             raise Skip("huggingface_hub's argument validation has no smoothly_deprecate_legacy_arguments")
         patcher.wrap(module, "smoothly_deprecate_legacy_arguments", _use_auth_token_as_token)
         return "use_auth_token= becomes token= in every validated hub function"
-    missing = [attr for attr, value in (("HfFolder", HfFolder), ("cached_download", cached_download))
+    missing = [attr for attr in ("HfFolder", "cached_download", "Repository")
                if attr not in dir(module)]  # dir(): the lazily imported names too, without importing them
     if not missing:
-        raise NotNeeded("huggingface_hub still has HfFolder and cached_download (hub < 0.26)")
+        raise NotNeeded("huggingface_hub still has HfFolder, cached_download and Repository (hub < 0.26)")
     patcher.put_back(module, {attr: globals()[attr] for attr in missing})
     return f"{', '.join(missing)} back"
 
@@ -156,18 +174,19 @@ def apply(patcher, module):
 PATCH = Patch(
     "hf_hub_legacy",
     summary="huggingface_hub's removed cached_download, HfFolder, use_auth_token=, constants.hf_cache_home and "
-    "utils._errors back on today's API (old diffusers pins import and load)",
+    "utils._errors back on today's API, Repository importable (old diffusers pins and 2023 training scripts run)",
     package="huggingface_hub",
     affected="0.25.2-2.4.0 (swept; utils._errors went in 0.25, cached_download in 0.26, the rest in 1.0)",
     targets=("huggingface_hub", "huggingface_hub.constants", "huggingface_hub.utils._validators", ERRORS_MODULE),
     provides=(ERRORS_MODULE,),
     apply=apply,
-    errors=(r"cannot import name '(cached_download|HfFolder)' from 'huggingface_hub'",
+    errors=(r"cannot import name '(cached_download|HfFolder|Repository)' from 'huggingface_hub'",
             r"cannot import name 'hf_cache_home' from 'huggingface_hub\.constants'",
             r"No module named 'huggingface_hub\.utils\._errors'",
             r"(hf_hub_download|snapshot_download|hf_hub_url|model_info|list_repo_files|create_repo|upload_file|"
             r"upload_folder|whoami)\(\) got an unexpected keyword argument 'use_auth_token'"),
     looks_for=("name huggingface_hub.cached_download", "name huggingface_hub.HfFolder",
+               "name huggingface_hub.Repository",
                "name huggingface_hub.constants.hf_cache_home", f"import {ERRORS_MODULE}",
                *(f"call huggingface_hub.{function} with use_auth_token" for function in (
                    "hf_hub_download", "snapshot_download", "hf_hub_url", "model_info", "list_repo_files", "create_repo",
