@@ -74,12 +74,14 @@ SKIP_BUDGET = {"0.5.0": 36, "0.4.0": 88, "today": 6}  # no timm / torchvision / 
 # 0.5.0 holds today's transformers, whose patches' tests run in `today` only: -3 there (hf_attn_mask_utils,
 # hf_post_init's transformers-4 test, transformers_adamw's comparison)
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
-# compare what a patch restores with the release that had it, bit for bit (tests/conftest.py: reference_release)
+# compare what a patch restores with the release that had it, bit for bit, or run one on the session's stack as a
+# legacy repository pins it (tests/conftest.py: reference_release)
 PILLOW_9 = "pillow==9.5.0"  # the last Pillow with textsize / getsize (pillow_aliases)
 REFERENCES = {"0.5.0": [PILLOW_9],
               "0.4.0": ["transformers==4.49.0", PILLOW_9],  # the last transformers with its own AdamW (transformers_adamw)
-              # the last torchvision with video I/O (torchvision_video), the last torchaudio with its own backends
-              "today": ["torchvision==0.25.0", "torchaudio==2.8.0", PILLOW_9]}
+              # the last torchvision with video I/O (torchvision_video), the last torchaudio with its own backends,
+              # Latte's diffusers, whose pipelines import what transformers 5 removed (hf_removed_names)
+              "today": ["torchvision==0.25.0", "torchaudio==2.8.0", PILLOW_9, LEGACY_DIFFUSERS]}
 TARGETS = ("torch", "torchvision", "torchaudio", "soundfile", "colossalai", "deepspeed", "accelerate", "transformers",
            "peft", "pandas", "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "wrapt")
 DS_OP_BUILT = (

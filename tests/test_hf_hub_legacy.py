@@ -147,3 +147,29 @@ else:
         raise AssertionError("Repository is still importable after uninstall")
 print("ok")
 '''))
+
+
+def test_check_names_the_import_as_fixed_and_building_a_repository_as_refused(tmp_path):
+    """`zeropatch check` before the run: the import line is fixed; the line that builds one (a run with
+    --push_to_hub) is named as not fixed, with what to use, where the hub lacks Repository; `explain` of the refusal
+    gives the same advice."""
+    import sys
+
+    from conftest import distribution_version, run_command
+
+    (tmp_path / "train.py").write_text("import argparse\nfrom huggingface_hub import Repository, create_repo\n"
+                                       "args = argparse.Namespace(push_to_hub=True)\n"
+                                       "if args.push_to_hub:\n    repo = Repository('out', clone_from='me/model')\n")
+    result = run_command([sys.executable, "-m", "zeropatch", "check", "--static", tmp_path / "train.py"])
+    if distribution_version("huggingface_hub") < (1,):  # the hub's own Repository
+        assert_ok(result)
+        assert "note    train.py:5" in result.stdout, result.stdout
+        assert "still has it (it fails from 1.0)" in result.stdout, result.stdout
+        return
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "fixed   train.py:2  from huggingface_hub import Repository" in result.stdout, result.stdout
+    assert "NO FIX  train.py:5  repo = Repository('out', clone_from='me/model')" in result.stdout, result.stdout
+    assert "upload_folder" in result.stdout and "1 not fixed" in result.stdout, result.stdout
+    refused = run_python(f"import zeropatch\nfrom huggingface_hub import Repository\nRepository({str(tmp_path)!r})")
+    explained = run_command([sys.executable, "-m", "zeropatch", "explain", refused.stderr.strip().splitlines()[-1]])
+    assert "hf_hub_legacy" in explained.stdout and "upload_folder" in explained.stdout, explained.stdout

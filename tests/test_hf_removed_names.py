@@ -1,10 +1,15 @@
 """hf_removed_names on the installed transformers: each removed name is back with its last meaning, where the release
 lacks it; the top-level names survive transformers re-creating its top-level module (transformers.trainer's import
-does, through direct_transformers_import); a TRANSFORMERS_CACHE that downloads no longer honour is said."""
+does, through direct_transformers_import); a TRANSFORMERS_CACHE that downloads no longer honour is said; a diffusers
+pipeline of the 0.2x releases loads on transformers 5."""
 
+import os
 import sys
 
-from conftest import ROOT, assert_ok, clean_environment, distribution_version, requires, run_command, run_python
+import pytest
+
+from conftest import (ROOT, assert_ok, clean_environment, distribution_version, reference_release, requires,
+                      run_command, run_python)
 
 REPRO = ROOT / "patches" / "hf_removed_names" / "repro.py"
 
@@ -99,3 +104,42 @@ if transformers.__version__ >= "5":
     assert no_init_weights.__module__ == "transformers.modeling_utils" and "no_init_weights" not in dir(modeling_utils)
 print("OK")
 '''))
+
+
+def legacy_diffusers_path():
+    """Where a diffusers that imports FLAX_WEIGHTS_NAME (<= 0.35.1) comes from: the old release a session installs
+    beside today's (0.24, Latte's pin), else the installed one if it is that old."""
+    folder = reference_release("diffusers")
+    if folder is None and not (distribution_version("diffusers") or (1,)) < (0, 35, 2):
+        pytest.skip("no diffusers <= 0.35.1 here (today's session installs 0.24 beside its own)")
+    return os.pathsep.join(filter(None, [folder, str(ROOT)]))
+
+
+@requires("torch", "transformers", "diffusers")
+def test_a_2023_diffusers_pipeline_loads_on_transformers_5():
+    """diffusers <= 0.35.1 imports transformers.utils.FLAX_WEIGHTS_NAME when a pipeline is first asked for: on
+    transformers 5 `from diffusers import DiffusionPipeline` stops there (hf_hub_legacy on, without which it stops
+    earlier on huggingface_hub >= 1.0). With hf_removed_names too, a pipeline saved and loaded again has its weights."""
+    code = '''
+import tempfile, torch, diffusers
+from diffusers import DDPMPipeline, DDPMScheduler, DiffusionPipeline, UNet2DModel
+torch.manual_seed(0)
+unet = UNet2DModel(sample_size=8, in_channels=1, out_channels=1, block_out_channels=(8, 8), norm_num_groups=4,
+                   down_block_types=("DownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "UpBlock2D"))
+with tempfile.TemporaryDirectory() as folder:
+    DDPMPipeline(unet=unet, scheduler=DDPMScheduler(num_train_timesteps=10)).save_pretrained(folder)
+    loaded = DiffusionPipeline.from_pretrained(folder)
+assert all(torch.equal(a, b) for a, b in zip(loaded.unet.state_dict().values(), unet.state_dict().values()))
+print("loaded with diffusers", diffusers.__version__)
+'''
+    path = legacy_diffusers_path()
+    without = run_python(code, env=clean_environment(ZEROPATCH="hf_hub_legacy", PYTHONPATH=path))
+    if distribution_version("transformers") >= (5,):
+        assert without.returncode != 0
+        error = "cannot import name 'FLAX_WEIGHTS_NAME' from 'transformers.utils'"
+        assert error in without.stderr, without.stderr[-2000:]
+    else:  # 4.x still has the name: the pipeline loads without the patch
+        assert_ok(without)
+    result = run_python(code, env=clean_environment(ZEROPATCH="hf_hub_legacy,hf_removed_names", PYTHONPATH=path))
+    assert_ok(result)
+    assert "loaded with diffusers 0." in result.stdout, result.stdout

@@ -7,7 +7,7 @@ nothing installed says what is valid."""
 import pytest
 
 from conftest import assert_ok, clean_environment, run_python
-from zeropatch._legacy import find_pin
+from zeropatch._pins import find_pin
 
 
 def pin_in(tmp_path, name, text, package="transformers"):

@@ -42,6 +42,13 @@ def diffusers_lost_legacy_names():
                       env=clean_environment(ZEROPATCH="hf_hub_legacy")).returncode != 0
 
 
+def generate_hands_a_cache_object_to_tuple_models():
+    """transformers' generate builds a Cache object from 4.54 on, except on 5.0.x (which built none unless
+    cache_implementation asked for one: the models made their own, tuples for a tuple-cache model)."""
+    release = distribution_version("transformers")[:2]
+    return release >= (4, 54) and release != (5, 0)
+
+
 def accelerate_lost_a_keyword():
     """accelerate 1.0 removed the dataloader keywords (and ignores split_batches); logging_dir went in 0.2x."""
     return distribution_version("accelerate") >= (1,) or run_python(
@@ -162,6 +169,8 @@ REPROS = {
     "hf_trainer_overrides": (("torch", "transformers"), None, "all", {},
                              lambda: distribution_version("transformers") >= (4, 46), None,
                              "repro: the 4.3x Trainer subclass trained 1 step of 2 accumulated micro-batches"),
+    "hf_flash_attention_2": (("torch", "transformers"), None, "all", {}, lambda: not installed("flash_attn"), None,
+                             "repro: the flash_attention_2 model loaded with sdpa attention"),
     "hf_trainer_names": (("torch", "transformers"), None, "all", {},
                          lambda: distribution_version("transformers") >= (4, 53), None,
                          "repro: LLaVA's imports from transformers.trainer worked"),
@@ -176,8 +185,7 @@ REPROS = {
                                  lambda: distribution_version("transformers") >= (5, 3), None,
                                  "repro: generate with the cache gave the greedy tokens"),
     "hf_generate_tuple_cache": (("torch", "transformers"), "hf_generate_cache_name", "all", {},
-                                lambda: distribution_version("transformers") >= (4, 54)
-                                and distribution_version("transformers")[:2] != (5, 0), None,
+                                generate_hands_a_cache_object_to_tuple_models, None,
                                 "repro: the tuple-cache model generated its greedy tokens"),
     "hf_attn_mask_utils": (("torch", "transformers"), None, "all", {},
                            lambda: distribution_version("transformers") >= (5, 24), None,

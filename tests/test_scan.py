@@ -49,6 +49,7 @@ class Sample:
 
     def __init__(self, name, *looks_for, provides=False, package="sample"):
         self.name, self.looks_for, self.provides, self.package = name, looks_for, provides, package
+        self.unfixable = ()
 
 
 def found(tmp_path, files, *patches, python=None):
@@ -165,6 +166,32 @@ def test_launch_options_in_either_spelling_and_keys_in_configuration_files(tmp_p
     patches = (Sample("options", "option --evaluation_strategy"), Sample("keys", "key cpu_offload_params"))
     assert found(tmp_path, files, *patches) == [("ds.json", 1, "keys"), ("scripts/finetune.sh", 1, "options"),
                                                 ("scripts/finetune.sh", 2, "options")]
+
+
+def test_pins_of_old_releases_of_another_library_in_the_repository_requirement_files(tmp_path):
+    """``pin DIST<VERSION``: a requirement that admits only releases before VERSION (exact, upper-bounded, conda's
+    ``=``); ``pin DIST``: any requirement of it, also a VCS install; in a folder's requirement files and those above it
+    up to the repository's root, not beyond."""
+    repository = tmp_path / "repository"
+    (repository / ".git").mkdir(parents=True)
+    (tmp_path / "requirements.txt").write_text("diffusers==0.20.0\n")  # above the repository: not its pin
+    files = {"environment.yml": """\
+                 dependencies:
+                   - pip:
+                     - diffusers[torch]==0.24.0
+                     - -e git+https://github.com/openai/CLIP.git@main#egg=clip
+                 """,
+             "requirements.txt": "diffusers<0.28\ndiffusers>=0.24\ndiffusers<=0.29\ndiffusers~=0.27.0\nclipper\n",
+             "sub/requirements.txt": "diffusers==0.20.0\n"}
+    patches = (Sample("old_diffusers", "pin diffusers<0.29"), Sample("clip", "pin clip"))
+    in_root = [("environment.yml", 3, "old_diffusers"), ("environment.yml", 4, "clip"),
+               ("requirements.txt", 1, "old_diffusers"), ("requirements.txt", 4, "old_diffusers")]
+    assert found(repository, files, *patches) == [*in_root, ("sub/requirements.txt", 1, "old_diffusers")]
+    above = [(str(repository / name), line, patch) for name, line, patch in in_root]
+    assert found(repository / "sub", {}, *patches) == sorted([*above, ("requirements.txt", 1, "old_diffusers")])
+    for text in ("pin diffusers<0.x", "pin <0.29"):
+        with pytest.raises(ValueError, match="is not a release|valid forms are"):
+            Signature(text)
 
 
 def test_what_no_patch_fixes_missing_installs_python_removals_compiled_extensions(tmp_path):

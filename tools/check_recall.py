@@ -28,7 +28,7 @@ RUNS = {
                                              "hf_checkpoint_dtype", "cpu_rehearsal"}),
     "LLaVA": ("haotian-liu/LLaVA v1.2.2", {"hf_trainer_names", "hf_training_args", "hf_trainer_tokenizer",
                                            "hf_trainer_overrides", "hf_checkpoint_dtype", "ds_module_cast",
-                                           "hf_generate_cache_name", "cpu_rehearsal"}),
+                                           "hf_generate_cache_name", "cpu_rehearsal", "hf_flash_attention_2"}),
     "latent-diffusion": ("CompVis/latent-diffusion a506df5 (main.py: LDM, its autoencoder; data code)", {
         "pillow_aliases", "pl_moved_names", "pl_trainer_args", "pl_legacy_hooks", "pl_multiple_optimizers", "cpu_rehearsal"}),
     "taming-transformers": ("CompVis/taming-transformers 3ba01b2 (main.py: VQGAN; data code)", {

@@ -33,8 +33,9 @@ class Patch:
     ``apply`` fills it (see ``is_provided``); if ``apply`` declines, the import fails as it would have. A target that is
     not among them (a package the library still has) is never created: where the library is not installed, its
     import fails as it would have, and no patch sees an empty module. ``unfixable``: (error pattern, advice)
-    pairs for failures of the same drift that no runtime patch can fix, so that ``explain`` and ``check`` still say
-    what to do. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
+    pairs for failures of the same drift that no runtime patch can fix (or that the patch refuses), so that ``explain``
+    and ``check`` still say what to do; a third item, ``looks_for`` entries, lets ``zeropatch check PATH`` name such
+    code as not fixed, with the advice, and a fourth the first release of ``package`` it fails on. ``brings``: names of patches installed with this one (a mode made of several patches). ``report``: a
     callable returning ``{"note": text, "counts": {what: count}, "first": {what: where}}``, what the patch did at calls,
     for the job report, or None when it did nothing worth a line there. ``looks_for``: what in a repository's code or
     launch files meets this drift, for ``zeropatch check PATH`` to find without running it (``import torch._six``,

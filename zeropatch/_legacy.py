@@ -19,12 +19,10 @@ import re
 import sys
 
 from zeropatch._log import warn_once
+from zeropatch._pins import admitted, find_pin
 from zeropatch._versions import installed_version, version_tuple
 
 ENV_LEGACY = "ZEROPATCH_LEGACY"
-PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pyproject.toml", "environment.yml",
-             "environment.yaml")  # "requirements": every requirements*.txt, in name order
-_SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
 _DECLARATION = re.compile(r"([^=<>~!]*)(.*)")  # a declaration: the name, then any version specifiers
 _DECIDED = {}  # (distribution, changed_in) -> Decision: the code does not change under a process
 
@@ -88,7 +86,7 @@ def _declared(distribution, changed, changed_text):
                       f"with the release it was written for: transformers==4.40.2, transformers<5)")
     name = _normalized(distribution)
     for spelled, specifiers in declarations:
-        lowest, upper = _admitted(specifiers)
+        lowest, upper = admitted(specifiers)
         if _normalized(spelled) == name and (lowest or upper):
             return _written_for(None, f"{spelled}{specifiers}", lowest, upper, distribution, changed, changed_text)
     if "-" + name in names:
@@ -139,62 +137,3 @@ def _script_folder():
     if script and script not in ("-c", "-m") and os.path.isfile(script):
         return os.path.dirname(os.path.abspath(script))
     return os.getcwd()
-
-
-def find_pin(distribution, folder):
-    """(file, the pin as written, lowest admitted release tuple or None, upper bound tuple or None) of the first pin of
-    ``distribution`` from ``folder`` up to its repository's root; None if none pins it with a version."""
-    folder = os.path.abspath(folder)
-    while True:
-        for path in _pin_files(folder):
-            found = _pin_in(distribution, path)
-            if found is not None:
-                return (path, *found)
-        parent = os.path.dirname(folder)
-        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
-            return None
-        folder = parent
-
-
-def _pin_files(folder):
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return []
-    paths = []
-    for kind in PIN_FILES:
-        if kind == "requirements":
-            paths += [name for name in names if name.startswith("requirements") and name.endswith(".txt")
-                      and name != "requirements.txt"]
-        elif kind in names:
-            paths.append(kind)
-    return [os.path.join(folder, name) for name in paths if os.path.isfile(os.path.join(folder, name))]
-
-
-def _pin_in(distribution, path):
-    """The first versioned pin of ``distribution`` in one file: (pin text, lowest, upper), or None."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            text = file.read(1 << 20)
-    except OSError:
-        return None
-    spelled = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", distribution))
-    pattern = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*((?:(?:===|==|~=|>=|<=|!=|>|<|=)"
-                         r"\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)", re.IGNORECASE)
-    for match in pattern.finditer(text):
-        lowest, upper = _admitted(match.group(1))
-        if lowest is not None or upper is not None:
-            return f"{distribution}{match.group(1).strip().rstrip(',')}", lowest, upper
-    return None
-
-
-def _admitted(specifiers):
-    """(the lowest release, the upper bound) that version specifiers (``>=4.28.1,<5``) admit; None for either absent."""
-    lowest = upper = None
-    for operator, version in _SPECIFIER.findall(specifiers):
-        release = version_tuple(version)
-        if operator in ("===", "==", "~=", ">=", ">", "="):
-            lowest = max(lowest or release, release)
-        elif operator in ("<", "<="):
-            upper = min(upper or release, release)
-    return lowest, upper

@@ -7,9 +7,10 @@ import re
 import sys
 
 from zeropatch._cli import REHEARSAL
-from zeropatch._legacy import find_pin
+from zeropatch._pins import find_pin
 from zeropatch._registry import _registry
 from zeropatch._scan import REMOVED_IN, scan
+from zeropatch._signatures import refusal
 from zeropatch._versions import installed_version, version_tuple
 
 _FIRST_RELEASE = re.compile(r"\s*(\d+(?:\.\d+)*)")
@@ -92,6 +93,18 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
         patch = registry[finding.patch].patch
         breaks, why = breaks_here(patch, python)
         on = patch.name in selected
+        refused = refusal(patch, finding.signature)
+        if refused and breaks:  # code the patch leaves failing, or refuses
+            advice, since = refused
+            version = installed_version(patch.package)
+            if since and version_tuple(version) < version_tuple(since):
+                breaks, why = False, f"{patch.package} {version} still has it (it fails from {since})"
+            else:
+                unfixed += 1
+                print(f"  NO FIX  {finding.path}:{finding.line}  {finding.code}{also}", file=out)
+                print(f"          {patch.name} ({'on' if on else 'off'} here; `{finding.signature}`): {advice}",
+                      file=out)
+                continue
         if not breaks:
             label, notes = "note", notes + 1
         elif on:

@@ -4,7 +4,8 @@ installed releases and what fixes it.
 
 What it looks for is declared by the patches, next to their error texts (``Patch.looks_for``; the forms are in
 ``_signatures``). Python files are read by ``_python_reader``, launch files (``.sh``, ``.yaml``, ``.json``, ...)
-line by line for options and keys. Besides the patches' drift it names what no patch fixes: a top-level import of a
+line by line for options and keys, the repository's requirement files (``_pins``) for the old releases of other
+libraries that meet a drift themselves. Besides the patches' drift it names what no patch fixes: a top-level import of a
 module that is not installed here (and not part of the repository), Python-version removals (``imp``; ``distutils``
 without setuptools) and compiled extensions.
 """
@@ -130,6 +131,7 @@ def scan(root, patches, python=None, arguments=()):
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader.path, reader.imports, reader.lines, python, restored)
+    result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
         if (top in sys.stdlib_module_names or top in PYTHON_REMOVALS or top in provided
                 or importlib.util.find_spec(top) is not None):
@@ -141,6 +143,24 @@ def scan(root, patches, python=None, arguments=()):
                                        advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
                                               f"helps"))
     return result
+
+
+def _pin_findings(files, base, entries):
+    """The lines of the repository's requirement files (those up to its root from ``base``, and for a folder every one
+    inside it) that require a distribution a ``pin`` signature names, at the releases it names."""
+    from zeropatch._pins import admits_only_below, is_pin_file, pin_files, requirements
+
+    paths = list(pin_files(base)) if entries else []
+    paths += [path for path in files if entries and is_pin_file(path) and os.path.abspath(path) not in paths]
+    found = []
+    for path in paths:
+        shown = os.path.relpath(path, base)
+        shown = path if shown.startswith(os.pardir) else shown
+        for signature, patch in entries:
+            for number, line, _, specifiers in requirements(signature.target, path):
+                if signature.before is None or admits_only_below(specifiers, signature.before):
+                    found.append(Finding(shown, number, line.strip(), patch.name, signature.text))
+    return found
 
 
 def _python_removals(shown, imports, lines, python, restored=()):

@@ -21,16 +21,23 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 - ``option --NAME``: a command-line option in a launch file (``.sh``, ``.md``, ``.yaml``, ...), either spelling
   (``--warmup_ratio``, ``--warmup-ratio``), or a Python string that is the option (``add_argument("--local_rank")``,
   ``sys.argv += ["--warmup_ratio", "0.03"]``);
-- ``key NAME``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python dict literal.
+- ``key NAME``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python dict literal;
+- ``pin DIST[<VERSION]``: the repository's requirement files (``_pins``) require the distribution ``DIST``, or with
+  ``<VERSION`` pin it to releases before ``VERSION`` only: an old release of another library whose own code meets the
+  drift (``pin diffusers<0.29``: diffusers 0.24 imports what huggingface_hub 1.0 removed).
 """
 
-KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key")
+import re
+
+from zeropatch._versions import version_tuple
+
+KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key", "pin")
 
 
 class Signature:
     """One parsed ``looks_for`` entry."""
 
-    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "text")
+    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "before", "text")
 
     def __init__(self, text):
         words = text.split()
@@ -42,6 +49,10 @@ class Signature:
             raise ValueError(f"looks_for entry {text!r}: it starts with one of {', '.join(KINDS)}, then what to find")
         self.kind, self.target = words[0], words[1]
         rest = words[2:]
+        self.before = None  # for a pin: the release its releases must all come before
+        if self.kind == "pin" and "<" in self.target:
+            self.target, _, release = self.target.partition("<")
+            self.before = _release(text, release)
         self.method = None
         if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
             self.method, rest = rest[0], rest[1:]
@@ -52,11 +63,17 @@ class Signature:
             self.values = {name: _literal(text, value) for name, equals, value in named if equals}
         elif self.kind == "override" and len(rest) == 1:
             self.method = rest[0]
-        elif (rest or self.kind == "override" or (self.kind == "define" and self.method is None)
+        elif (rest or self.kind == "override" or (self.kind == "define" and self.method is None) or not self.target
               or (self.kind == "option") != self.target.startswith("--")):
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
                              f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
-                             f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME'")
+                             f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME', 'pin DIST[<VERSION]'")
+
+
+def _release(text, value):
+    if not re.fullmatch(r"\d+(\.\d+)*", value):
+        raise ValueError(f"looks_for entry {text!r}: {value!r} after '<' is not a release (0.29, 4.46.3)")
+    return version_tuple(value)
 
 
 def _literal(text, value):
@@ -82,10 +99,19 @@ class Finding:
 
 
 def signatures(patches):
-    """(kind -> [(Signature, patch)]) for the patches that declare what to look for."""
+    """(kind -> [(Signature, patch)]) for the patches that declare what to look for, also where their drift is left
+    failing (``refusal``)."""
     table = {kind: [] for kind in KINDS}
     for patch in patches:
-        for text in patch.looks_for:
+        refused = [text for entry in patch.unfixable if len(entry) > 2 for text in entry[2]]
+        for text in (*patch.looks_for, *refused):
             signature = Signature(text)
             table[signature.kind].append((signature, patch))
     return table
+
+
+def refusal(patch, text):
+    """(advice, the first release of the patch's library it fails on or None) of the ``unfixable`` entry of
+    ``patch`` that names the signature ``text``; None for the code its ``looks_for`` names (what the patch fixes)."""
+    return next(((entry[1], (entry[3:] or (None,))[0]) for entry in patch.unfixable
+                 if len(entry) > 2 and text in entry[2]), None)

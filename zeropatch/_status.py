@@ -84,7 +84,7 @@ def advice_for_error(text):
     """(patch, advice) for each failure in ``text`` that a patch knows of but cannot fix."""
     import re
 
-    return [(entry.patch, advice) for entry in _registry().values() for pattern, advice in entry.patch.unfixable
+    return [(entry.patch, advice) for entry in _registry().values() for pattern, advice, *_ in entry.patch.unfixable
             if re.search(pattern, text)]
 
 

@@ -1,8 +1,9 @@
 """The transformers names 2023 code imports at its first lines: FastChat's train_lora.py (`from transformers import
 Trainer, BitsAndBytesConfig, deepspeed`, then `deepspeed.is_deepspeed_zero3_enabled()`) and taming-transformers'
 mingpt.py (`from transformers import top_k_top_p_filtering`, its sampling filter), plus TRANSFORMERS_CACHE and the
-LLaMA module's mask helpers that 2023 monkey-patches build their attention masks with, and modeling_utils'
-no_init_weights (models built only to load weights into).
+LLaMA module's mask helpers that 2023 monkey-patches build their attention masks with, modeling_utils'
+no_init_weights (models built only to load weights into), and transformers.utils' FLAX_WEIGHTS_NAME (diffusers <=
+0.35.1 imports it when a pipeline is first asked for).
 
 Without zeropatch, on transformers >= 4.46:
   ImportError: cannot import name 'deepspeed' from 'transformers'
@@ -35,6 +36,7 @@ def main():
     from transformers import TRANSFORMERS_CACHE, top_k_top_p_filtering
     from transformers.modeling_utils import no_init_weights
     from transformers.models.llama.modeling_llama import _expand_mask, _make_causal_mask
+    from transformers.utils import FLAX_WEIGHTS_NAME  # diffusers 0.24-0.35.1: pipeline_loading_utils
 
     state = torch.random.get_rng_state()
     with no_init_weights():  # a model built only to load weights into: nothing is drawn
@@ -55,10 +57,12 @@ def main():
         got = top_k_top_p_filtering(logits, top_k=top_k, top_p=top_p, min_tokens_to_keep=keep)
         if not torch.equal(got, as_4_38_filtered(logits, top_k, top_p, keep)):
             sys.exit(f"repro: top_k={top_k} top_p={top_p} keep={keep} filtered differently from 4.38")
+    if FLAX_WEIGHTS_NAME != "flax_model.msgpack":
+        sys.exit(f"repro: FLAX_WEIGHTS_NAME is {FLAX_WEIGHTS_NAME!r}, not transformers 4.x's 'flax_model.msgpack'")
     if TRANSFORMERS_CACHE != constants.HF_HUB_CACHE:
         sys.exit(f"repro: TRANSFORMERS_CACHE {TRANSFORMERS_CACHE} is not the hub cache {constants.HF_HUB_CACHE}")
     print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's; the "
-          "LLaMA mask helpers and no_init_weights are back")
+          "LLaMA mask helpers, no_init_weights and FLAX_WEIGHTS_NAME are back")
 
 
 if __name__ == "__main__":

@@ -185,10 +185,15 @@ PATCH = Patch(
             r"No module named 'huggingface_hub\.utils\._errors'",
             r"(hf_hub_download|snapshot_download|hf_hub_url|model_info|list_repo_files|create_repo|upload_file|"
             r"upload_folder|whoami)\(\) got an unexpected keyword argument 'use_auth_token'"),
+    unfixable=((r"has no Repository \(the git clone pushed with git-lfs went in 1\.0\)",
+                "huggingface_hub >= 1.0 has no Repository (a git clone pushed with git-lfs), and zeropatch imports it "
+                "but does not bring it back: push with huggingface_hub.upload_folder(repo_id=..., folder_path=...), or "
+                "run without pushing (--push_to_hub off)", ("call huggingface_hub.Repository",), "1.0"),),
     looks_for=("name huggingface_hub.cached_download", "name huggingface_hub.HfFolder",
                "name huggingface_hub.Repository",
                "name huggingface_hub.constants.hf_cache_home", f"import {ERRORS_MODULE}",
                *(f"call huggingface_hub.{function} with use_auth_token" for function in (
                    "hf_hub_download", "snapshot_download", "hf_hub_url", "model_info", "list_repo_files", "create_repo",
-                   "upload_file", "upload_folder", "whoami"))),
+                   "upload_file", "upload_folder", "whoami")),
+               "pin diffusers<0.29"),  # diffusers 0.24-0.28.2 import cached_download (0.24-0.25 also HfFolder, ...)
 )

@@ -270,5 +270,6 @@ PATCH = Patch(
     provides=True,
     apply=apply,
     errors=(r"No module named 'pkg_resources'", r"cannot import name 'packaging' from 'pkg_resources'"),
-    looks_for=("import pkg_resources",),
+    # OpenAI's CLIP (a git install: stable-diffusion's environment.yaml) imports pkg_resources.packaging
+    looks_for=("import pkg_resources", "pin clip"),
 )

@@ -272,7 +272,8 @@ PATCH = Patch(
             r"module 'torchaudio' has no attribute '(info|AudioMetaData|list_audio_backends|get_audio_backend|"
             r"set_audio_backend)'"),
     unfixable=((r"No module named 'torchaudio\.(sox_effects|io|kaldi_io|backend|prototype)",
-                REMOVED_WITH_THE_BACKENDS_ADVICE),
+                REMOVED_WITH_THE_BACKENDS_ADVICE,
+                tuple(f"import torchaudio.{module}" for module in ("sox_effects", "io", "kaldi_io", "backend")), "2.9"),
                (r"cannot import name '(StreamReader|StreamWriter|AudioEffector|CodecConfig|sox_effects|kaldi_io)' "
                 r"from 'torchaudio", REMOVED_WITH_THE_BACKENDS_ADVICE),
                (r"module 'torchaudio' has no attribute '(sox_effects|io|kaldi_io|backend)'",

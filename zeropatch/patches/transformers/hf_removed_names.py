@@ -11,7 +11,10 @@ sampling scripts import; gone in 4.39); ``TRANSFORMERS_CACHE`` / ``PYTORCH_TRANS
 forks and monkey-patches of 2023 that build their own attention masks: ``_expand_mask`` / ``_make_causal_mask`` left
 the OPT, BART, mBART and CLIP modules in 4.35 and the LLaMA one in 4.38); "cannot import name 'no_init_weights' from
 'transformers.modeling_utils'" (code that builds a model only to load weights into it: ``with no_init_weights():
-model = AutoModelForCausalLM.from_config(config)``; moved to ``transformers.initialization`` in 5.0).
+model = AutoModelForCausalLM.from_config(config)``; moved to ``transformers.initialization`` in 5.0); "cannot import
+name 'FLAX_WEIGHTS_NAME' from 'transformers.utils'" (diffusers up to 0.35.1, checked from 0.24, which Latte pins,
+import it when a pipeline is first asked for, ``from diffusers import DiffusionPipeline``, wherever transformers is
+installed; transformers 5.0 dropped Flax).
 
 Changes, each only where the installed release lacks the name:
 - ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
@@ -26,6 +29,8 @@ Changes, each only where the installed release lacks the name:
   ``$PYTORCH_TRANSFORMERS_CACHE``, else ``$PYTORCH_PRETRAINED_BERT_CACHE``, else huggingface_hub's ``HF_HUB_CACHE``
   (where today's downloads go). transformers 5 no longer reads ``TRANSFORMERS_CACHE`` when it downloads: where that
   variable is set elsewhere than the hub cache, a warning says so (set ``HF_HUB_CACHE``).
+- ``FLAX_WEIGHTS_NAME`` in ``transformers.utils`` and ``transformers.file_utils``: ``"flax_model.msgpack"``, its value
+  in 4.x (diffusers only compares file names with it, to leave Flax weights out of what it downloads and loads).
 - ``is_torch_tpu_available(check_device=True)`` in ``transformers`` and ``transformers.file_utils``, as 4.50 answered:
   False without torch_xla; with it, whether an XLA device opens (without ``check_device``: True); on 4.39-4.50, whose
   ``file_utils`` lost it while the library kept it, the library's own. 5.9 brought an unrelated function of that
@@ -56,13 +61,14 @@ DEEPSPEED_SHIM = ("HfDeepSpeedConfig", "HfTrainerDeepSpeedConfig", "deepspeed_co
                   "deepspeed_load_checkpoint", "deepspeed_optim_sched", "is_deepspeed_available",
                   "is_deepspeed_zero3_enabled", "set_hf_deepspeed_config", "unset_hf_deepspeed_config")
 CACHE_NAMES = ("PYTORCH_PRETRAINED_BERT_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "TRANSFORMERS_CACHE")  # each falls back to the one before
+CONSTANTS = {"FLAX_WEIGHTS_NAME": "flax_model.msgpack"}  # transformers 4.x's file name of Flax weights (gone in 5.0)
 # module -> the names put back there
 NAMES = {
     "transformers.generation.utils": ("top_k_top_p_filtering",),
     "transformers.modeling_utils": ("no_init_weights",),
-    "transformers.utils": CACHE_NAMES,
+    "transformers.utils": (*CACHE_NAMES, *CONSTANTS),
     "transformers.utils.hub": CACHE_NAMES,
-    "transformers.file_utils": (*CACHE_NAMES, "is_torch_tpu_available"),
+    "transformers.file_utils": (*CACHE_NAMES, *CONSTANTS, "is_torch_tpu_available"),
     **{f"transformers.models.{model}.modeling_{model}": ("_expand_mask", "_make_causal_mask")
        for model in ("llama", "opt", "bart", "mbart", "clip")},
 }
@@ -171,7 +177,7 @@ def apply(patcher, module):
         answer_at_top_level(patcher, module, {name: functools.partial(_from, TOP_LEVEL[name], name) for name in wanted})
         return f"{', '.join(wanted)} answered by transformers again"
     values = _cache_constants() if any(name in CACHE_NAMES for name in wanted) else {}
-    values.update(FUNCTIONS)
+    values.update(FUNCTIONS, **CONSTANTS)
     if "is_torch_tpu_available" in wanted and version_tuple(installed_version("transformers") or "0") < (4, 51):
         from transformers.utils import import_utils  # 4.39-4.50: file_utils lost it, the library still has it
 
@@ -184,7 +190,7 @@ PATCH = Patch(
     "hf_removed_names",
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
     "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask, "
-    "modeling_utils.no_init_weights: back with their last meaning",
+    "modeling_utils.no_init_weights, utils.FLAX_WEIGHTS_NAME (diffusers <= 0.35.1): back with their last meaning",
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
@@ -197,8 +203,10 @@ PATCH = Patch(
             r"from 'transformers",
             r"cannot import name 'is_torch_tpu_available' from 'transformers'",
             r"cannot import name '(_expand_mask|_make_causal_mask)' from 'transformers\.models\.",
-            r"cannot import name 'no_init_weights' from 'transformers\.modeling_utils'"),
+            r"cannot import name 'no_init_weights' from 'transformers\.modeling_utils'",
+            r"cannot import name 'FLAX_WEIGHTS_NAME' from 'transformers\.(utils|file_utils)'"),
     looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
                *(f"name transformers.{name}" for name in TOP_LEVEL),
-               *(f"name {module}.{name}" for module, names in NAMES.items() for name in names)),
+               *(f"name {module}.{name}" for module, names in NAMES.items() for name in names),
+               "pin diffusers<0.35.2"),  # diffusers <= 0.35.1's pipelines import FLAX_WEIGHTS_NAME
 )

@@ -1,0 +1,106 @@
+"""A repository's requirement files and what they pin: found from a folder up to the repository's root (the folder
+with ``.git``) in requirements*.txt, setup.py, setup.cfg, pyproject.toml and environment.yml. Read for which release
+legacy code was written for (``_legacy``) and by ``zeropatch check`` (the ``pin`` signatures, differing pins)."""
+
+import os
+import re
+
+from zeropatch._versions import version_tuple
+
+PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pyproject.toml", "environment.yml",
+             "environment.yaml")  # "requirements": every requirements*.txt, in name order
+_SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
+_SPECIFIERS = r"((?:(?:===|==|~=|>=|<=|!=|>|<|=)\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)"
+MAX_BYTES = 1 << 20
+
+
+def find_pin(distribution, folder):
+    """(file, the pin as written, lowest admitted release tuple or None, upper bound tuple or None) of the first pin of
+    ``distribution`` from ``folder`` up to its repository's root; None if none pins it with a version."""
+    for path in pin_files(folder):
+        for _, _, pin, specifiers in requirements(distribution, path):
+            lowest, upper = admitted(specifiers)
+            if lowest is not None or upper is not None:
+                return path, pin, lowest, upper
+    return None
+
+
+def pin_files(folder):
+    """The requirement files from ``folder`` up to its repository's root, nearest first."""
+    folder = os.path.abspath(folder)
+    while True:
+        yield from _pin_files_in(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return
+        folder = parent
+
+
+def _pin_files_in(folder):
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    paths = [name for kind in PIN_FILES for name in names if _is_kind(name, kind)]
+    return [os.path.join(folder, name) for name in paths if os.path.isfile(os.path.join(folder, name))]
+
+
+def is_pin_file(path):
+    return any(_is_kind(os.path.basename(path), kind) for kind in PIN_FILES)
+
+
+def _is_kind(name, kind):
+    if kind == "requirements":
+        return name.startswith("requirements") and name.endswith(".txt") and name != "requirements.txt"
+    return name == kind
+
+
+def requirements(distribution, path):
+    """Each line of one requirement file that requires ``distribution``: (line number, the line, the requirement as
+    written, its version specifiers or ""). A bare name (``clip``, ``- clip``, ``"clip",``) and a VCS install
+    (``git+https://github.com/openai/CLIP.git@main#egg=clip``) require it without a version."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            text = file.read(MAX_BYTES)
+    except OSError:
+        return []
+    spelled = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", distribution))
+    versioned = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*" + _SPECIFIERS, re.IGNORECASE)
+    bare = re.compile(r"^\s*(?:-\s*)?[\"']?" + spelled + r"(?:\[[^\]\n]*\])?[\"']?\s*,?\s*(?:#.*)?$"
+                      r"|[#&]egg=" + spelled + r"(?![\w-])|/" + spelled + r"(?:\.git)?(?:@[^\s#]*)?(?:#|\s|$)",
+                      re.IGNORECASE)
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = versioned.search(line)
+        if match and admitted(match.group(1)) != (None, None):
+            specifiers = match.group(1).strip().rstrip(",")
+            found.append((number, line, f"{distribution}{specifiers}", specifiers))
+        elif bare.search(line):
+            found.append((number, line, distribution, ""))
+    return found
+
+
+def admitted(specifiers):
+    """(the lowest release, the upper bound) that version specifiers (``>=4.28.1,<5``) admit; None for either absent."""
+    lowest = upper = None
+    for operator, version in _SPECIFIER.findall(specifiers):
+        release = version_tuple(version)
+        if operator in ("===", "==", "~=", ">=", ">", "="):
+            lowest = max(lowest or release, release)
+        elif operator in ("<", "<="):
+            upper = min(upper or release, release)
+    return lowest, upper
+
+
+def admits_only_below(specifiers, release):
+    """Whether version specifiers admit no release at or after ``release`` (a tuple): an exact pin before it
+    (``==0.24.0``, conda's ``=0.24.0``, ``~=0.24.0``), or an upper bound at or below it."""
+    for operator, version in _SPECIFIER.findall(specifiers):
+        pinned = version_tuple(version)
+        if operator in ("===", "==", "=") and pinned < release:
+            return True
+        if operator == "~=" and len(pinned) > 1 and pinned[:-2] + (pinned[-2] + 1,) <= release:
+            return True
+        if (operator == "<" and pinned <= release) or (operator == "<=" and pinned < release):
+            return True
+    return False
