@@ -27,7 +27,7 @@ PUTS_BACK = {
     "pillow_aliases": ("PIL.Image",),
     "diffusers_legacy_names": ("diffusers.utils", "diffusers.models.embeddings", "diffusers.models.attention_processor"),
     "pl_moved_names": ("pytorch_lightning.loggers", "pytorch_lightning.utilities.seed"),
-    "timm_legacy_api": ("timm.optim.optim_factory",),
+    "timm_legacy_api": ("timm.optim.optim_factory", "timm.data.transforms"),
     "torchvision_get_image_size": ("torchvision.transforms.functional",),
     "torchaudio_backends": ("torchaudio",),
 }

@@ -99,3 +99,45 @@ assert [g["weight_decay"] for g in groups] == [0.0, 0.05]
 assert [len(g["params"]) for g in add_weight_decay(nn.Linear(2, 2, bias=False), 0.1)] == [0, 1]  # both groups kept
 print("OK")
 '''))
+
+
+def test_models_registered_outside_timm_are_built_as_timm_0_5_built_them():
+    """DeiT / BEiT-style entrypoints (``@register_model`` in the repository) hand every keyword to their model class:
+    create_model calls them without its own None keywords, as 0.5 did; a value the caller gives still reaches them,
+    and timm's own entrypoints get what the release gives them (a pretrained tag's configuration)."""
+    assert_ok(run_python(PRELUDE + '''
+import inspect, timm
+from timm.models import create_model, register_model
+
+@register_model
+def legacy_tiny_vit(pretrained=False, **kwargs):
+    return vit.VisionTransformer(img_size=32, patch_size=8, embed_dim=16, depth=1, num_heads=2, **kwargs)
+
+seen = {}
+
+@register_model
+def newer_tiny_vit(pretrained=False, **kwargs):
+    seen.update(kwargs)
+    return nn.Linear(1, 1)
+
+model = create_model("legacy_tiny_vit", pretrained=False, num_classes=3)
+assert model(torch.randn(1, 3, 32, 32)).shape == (1, 3)
+if "pretrained_cfg" in inspect.signature(timm.create_model).parameters:  # timm >= 0.6 passes it
+    create_model("newer_tiny_vit", pretrained=False, pretrained_cfg={"num_classes": 7})
+    assert seen["pretrained_cfg"] is not None and "cache_dir" not in seen, seen
+    assert create_model("vit_tiny_patch16_224", pretrained=False).num_classes == 1000
+print("ok")
+'''))
+
+
+def test_pil_interp_answers_as_timm_0_4():
+    """DeiT's augment.py imports timm.data.transforms._pil_interp (renamed str_to_pil_interp in 0.5.4, which raises
+    for names it does not know): 0.4.12's answers, spelt out: bicubic, lanczos, hamming; bilinear for the rest."""
+    assert_ok(run_python(PRELUDE + '''
+from PIL import Image
+from timm.data.transforms import _pil_interp
+expected = {"bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS, "hamming": Image.HAMMING, "bilinear": Image.BILINEAR,
+            "nearest": Image.BILINEAR, "box": Image.BILINEAR, "": Image.BILINEAR}
+assert {name: _pil_interp(name) for name in expected} == expected
+print("ok")
+'''))

@@ -48,6 +48,8 @@ RUNS = {
         "hf_cache_legacy_api", "hf_attn_mask_utils", "hf_rope_scaling", "hf_generation_mixin", "hf_generate_position_ids",
         "hf_generate_tuple_cache", "hf_generate_cache_name"}),
     "demucs": ("facebookresearch/demucs e976d93 (training, export, separation)", {"torchaudio_backends"}),
+    "deit": ("facebookresearch/deit 7e160fe (main.py: training, resume)",
+             {"timm_legacy_api", "cpu_rehearsal", "torch_load"}),
 }
 
 

@@ -123,6 +123,15 @@ PATCH = Patch(
     report=report,
     errors=(r"FlashAttention2 has been toggled on, but it cannot be used due to the following error",
             r"got an unexpected keyword argument 'use_flash_attention_2'"),
+    unfixable=((r"(?<![.\w])forward\w*\(\) got an unexpected keyword argument "
+                r"'(padding_mask|cache_position|position_embeddings)'",
+                "an attention forward written for an older transformers replaced transformers' own (the 2023 "
+                "flash-attention monkey-patches: FastChat's and LLaVA's replace_llama_attn_with_flash_attn, "
+                "LongLoRA's), and transformers now calls it with arguments later releases added (padding_mask, "
+                "cache_position, position_embeddings); no patch can fit one release's attention into another's. "
+                "Leave the monkey-patch out and load the model with attn_implementation='flash_attention_2' "
+                "(hf_flash_attention_2 serves 'sdpa' where flash-attn cannot run), or pin the transformers release "
+                "it was written for"),),
     looks_for=(*(f"call transformers.{model}.{loader} with attn_implementation='flash_attention_2'"
                  for model in ("*ForCausalLM", "AutoModel*", "*ForConditionalGeneration", "*Model")
                  for loader in ("from_pretrained", "from_config")),
