@@ -18,7 +18,7 @@
 - ``peer_suites``: the libraries' own test suites with zeropatch off and on (``python3 -m nox -s peer_suites``; not CI):
   every difference is listed with its reason in compat/peer_suites/, or the run fails (tools/peer_suite.py).
 
-The pinned sessions leave out the ordering matrix (tests/test_orderings.py, a third of a session's time): the
+The pinned sessions leave out the ordering matrix (tests/test_orderings.py, a quarter of a session's time): the
 ``today`` session runs it whole, and the release sweep runs each stack's patches' cases on every release. ``today``
 runs first and records the release of every distribution it installed (``.nox/today-releases.json``); a pinned
 session then leaves out the tests of a patch whose library it holds at that same release (tests/conftest.py), since

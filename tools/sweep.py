@@ -282,8 +282,8 @@ def test_results(junit_path):
     return results
 
 
-ORDERINGS = ("test_zeropatch_first_then_cycle_and_reload", "test_target_first_then_zeropatch",
-             "test_a_failure_half_way_through_apply_leaves_nothing_changed")
+ORDERINGS = ("test_zeropatch_first_then_cycle_and_reload",
+             "test_target_first_then_zeropatch_then_a_failure_half_way_through_apply")
 
 
 def orderings(patches):

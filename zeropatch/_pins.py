@@ -4,6 +4,7 @@ legacy code was written for (``_legacy``) and by ``zeropatch check`` (the ``pin`
 
 import os
 import re
+from collections import namedtuple
 
 from zeropatch._versions import version_tuple
 
@@ -12,16 +13,16 @@ PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pypro
 _SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
 _SPECIFIERS = r"((?:(?:===|==|~=|>=|<=|!=|>|<|=)\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)"
 MAX_BYTES = 1 << 20
+Requirement = namedtuple("Requirement", "number line pin specifiers lowest upper")  # one line requiring a distribution
 
 
 def find_pin(distribution, folder):
     """(file, the pin as written, lowest admitted release tuple or None, upper bound tuple or None) of the first pin of
     ``distribution`` from ``folder`` up to its repository's root; None if none pins it with a version."""
     for path in pin_files(folder):
-        for _, _, pin, specifiers in requirements(distribution, path):
-            lowest, upper = admitted(specifiers)
-            if lowest is not None or upper is not None:
-                return path, pin, lowest, upper
+        for found in requirements(distribution, read(path)):
+            if found.specifiers:
+                return path, found.pin, found.lowest, found.upper
     return None
 
 
@@ -55,15 +56,20 @@ def _is_kind(name, kind):
     return name == kind
 
 
-def requirements(distribution, path):
-    """Each line of one requirement file that requires ``distribution``: (line number, the line, the requirement as
-    written, its version specifiers or ""). A bare name (``clip``, ``- clip``, ``"clip",``) and a VCS install
-    (``git+https://github.com/openai/CLIP.git@main#egg=clip``) require it without a version."""
+def read(path):
+    """A requirement file's text (its first MAX_BYTES); "" where it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as file:
-            text = file.read(MAX_BYTES)
+            return file.read(MAX_BYTES)
     except OSError:
-        return []
+        return ""
+
+
+def requirements(distribution, text):
+    """Each line of a requirement file's text that requires ``distribution``, as a Requirement: the line number, the
+    line, the requirement as written, its version specifiers ("" for none) and the (lowest, upper) releases they
+    admit. A bare name (``clip``, ``- clip``, ``"clip",``) and a VCS install
+    (``git+https://github.com/openai/CLIP.git@main#egg=clip``) require it without a version."""
     spelled = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", distribution))
     versioned = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*" + _SPECIFIERS, re.IGNORECASE)
     bare = re.compile(r"^\s*(?:-\s*)?[\"']?" + spelled + r"(?:\[[^\]\n]*\])?[\"']?\s*,?\s*(?:#.*)?$"
@@ -72,11 +78,12 @@ def requirements(distribution, path):
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         match = versioned.search(line)
-        if match and admitted(match.group(1)) != (None, None):
+        bounds = admitted(match.group(1)) if match else (None, None)
+        if bounds != (None, None):
             specifiers = match.group(1).strip().rstrip(",")
-            found.append((number, line, f"{distribution}{specifiers}", specifiers))
+            found.append(Requirement(number, line, f"{distribution}{specifiers}", specifiers, *bounds))
         elif bare.search(line):
-            found.append((number, line, distribution, ""))
+            found.append(Requirement(number, line, distribution, "", None, None))
     return found
 
 

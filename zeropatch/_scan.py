@@ -148,7 +148,7 @@ def scan(root, patches, python=None, arguments=()):
 def _pin_findings(files, base, entries):
     """The lines of the repository's requirement files (those up to its root from ``base``, and for a folder every one
     inside it) that require a distribution a ``pin`` signature names, at the releases it names."""
-    from zeropatch._pins import admits_only_below, is_pin_file, pin_files, requirements
+    from zeropatch._pins import admits_only_below, is_pin_file, pin_files, read, requirements
 
     paths = list(pin_files(base)) if entries else []
     paths += [path for path in files if entries and is_pin_file(path) and os.path.abspath(path) not in paths]
@@ -156,10 +156,11 @@ def _pin_findings(files, base, entries):
     for path in paths:
         shown = os.path.relpath(path, base)
         shown = path if shown.startswith(os.pardir) else shown
+        text = read(path)
         for signature, patch in entries:
-            for number, line, _, specifiers in requirements(signature.target, path):
-                if signature.before is None or admits_only_below(specifiers, signature.before):
-                    found.append(Finding(shown, number, line.strip(), patch.name, signature.text))
+            for line in requirements(signature.target, text):
+                if signature.before is None or admits_only_below(line.specifiers, signature.before):
+                    found.append(Finding(shown, line.number, line.line.strip(), patch.name, signature.text))
     return found
 
 
