@@ -146,6 +146,15 @@ def test_explain_for_an_opt_in_patch_keeps_the_defaults_on():
     assert "--patches colossalai_cpu " not in result.stdout
 
 
+def test_explain_says_what_to_do_where_no_build_of_a_library_loads():
+    """torchtext's last build is torch 2.3's: every session's torch (2.13 and later) refuses its compiled library."""
+    traceback = 'OSError: Could not load this library: /venv/site-packages/torchtext/lib/libtorchtext.so'
+    result = run_command(ZEROPATCH + ["explain", traceback])
+    assert result.returncode == 1, result.stdout + result.stderr  # no patch fixes it
+    assert "No patch can fix this (torchtext has no build for the installed torch)" in result.stdout, result.stdout
+    assert "run the job on torch 2.3" in result.stdout
+
+
 def test_explain_knows_every_symptom_its_readmes_list():
     symptoms = {
         "colossalai_cpu": "AttributeError: 'LowLevelZeroOptimizer' object has no attribute 'grad_handles'",

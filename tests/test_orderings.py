@@ -81,6 +81,9 @@ CASES = {
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
     "hf_trainer_overrides": (("transformers",), ("transformers.trainer",),
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
+    "hf_llama_byte_level": (("transformers",), ("transformers.models.llama.tokenization_llama",),  # 4.x: +sentencepiece
+                            "from transformers import LlamaTokenizerFast as T; assert callable(T.from_pretrained)",
+                            True),
     "hf_flash_attention_2": (("transformers",), ("transformers.modeling_utils",),
                              "from transformers import LlamaConfig as C, LlamaForCausalLM as M; M(C(hidden_size=8, "
                              "intermediate_size=8, num_hidden_layers=1, num_attention_heads=2, vocab_size=8))", False),

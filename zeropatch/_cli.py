@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 from zeropatch import _core, _job
+from zeropatch._dead_ends import dead_ends_for_error
 
 VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy",
              "setuptools", "wrapt")
@@ -81,6 +82,8 @@ def cmd_explain(args):
     patches = _core.patches_for_error(text)
     for patch, advice in _core.advice_for_error(text):
         print(f"No patch can fix this ({patch.package} drift known to {patch.name}): {advice}")
+    for module, advice in dead_ends_for_error(text):
+        print(f"No patch can fix this ({module} has no build for the installed torch): {advice}")
     if not patches:
         print("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
         return 1

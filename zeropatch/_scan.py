@@ -6,8 +6,9 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 ``_signatures``). Python files are read by ``_python_reader``, launch files (``.sh``, ``.yaml``, ``.json``, ...)
 line by line for options and keys, the repository's requirement files (``_pins``) for the old releases of other
 libraries that meet a drift themselves. Besides the patches' drift it names what no patch fixes: a top-level import of a
-module that is not installed here (and not part of the repository), Python-version removals (``imp``; ``distutils``
-without setuptools) and compiled extensions.
+module that is not installed here (and not part of the repository), or that has no build for the installed torch
+(``_dead_ends``: torchtext), Python-version removals (``imp``; ``distutils`` without setuptools) and compiled
+extensions.
 """
 
 import ast
@@ -15,6 +16,7 @@ import os
 import re
 import sys
 
+from zeropatch._dead_ends import dead_end
 from zeropatch._python_reader import PythonFileReader
 from zeropatch._signatures import Finding, signatures
 
@@ -133,12 +135,16 @@ def scan(root, patches, python=None, arguments=()):
         result.findings += _python_removals(reader.path, reader.imports, reader.lines, python, restored)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
+        where, node = places[0]
+        more = f" (and {len(places) - 1} more imports)" if len(places) > 1 else ""
+        if dead_end(top):
+            advice = f"{top}{more}: {dead_end(top)}"
+            result.findings.append(Finding(where, node.lineno, ast.unparse(node), advice=advice))
+            continue
         if (top in sys.stdlib_module_names or top in PYTHON_REMOVALS or top in provided
                 or importlib.util.find_spec(top) is not None):
             continue  # (what Python removed is named for the job's release by _python_removals)
-        where, node = places[0]
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
-        more = f" (and {len(places) - 1} more imports)" if len(places) > 1 else ""
         result.findings.append(Finding(where, node.lineno, ast.unparse(node),
                                        advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
                                               f"helps"))
