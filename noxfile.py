@@ -10,7 +10,9 @@
   xformers: the opt-in xformers_sdpa provides it.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
-  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers, datasets, evaluate;
+  accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers, datasets, evaluate,
+  sentencepiece (every session: the LLaMA fine-tuners' tokenizer.model, which transformers reads with it and protobuf,
+  which tensorboardX brings);
   colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
 - ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
@@ -58,7 +60,7 @@ MMCV_BUILD = {"PIP_BUILD_CONSTRAINT": "tests/build_constraints.txt"}  # pip >= 2
 DEEPSPEED = "deepspeed==0.19.8"
 TEST_TOOLS = ("pytest", "pytest-timeout", "pytest-xdist")
 REQUIRED_CPU = ("torch,deepspeed,accelerate,colossalai,transformers,pandas,pandarallel,numpy,omegaconf,openai,pytorch_lightning,"
-                "tensorboardX,datasets,evaluate")
+                "tensorboardX,datasets,evaluate,sentencepiece")
 REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU + ",diffusers"}
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,torchaudio,soundfile,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
@@ -83,7 +85,7 @@ REFERENCES = {"0.5.0": [PILLOW_9],
               # Latte's diffusers, whose pipelines import what transformers 5 removed (hf_removed_names)
               "today": ["torchvision==0.25.0", "torchaudio==2.8.0", PILLOW_9, LEGACY_DIFFUSERS]}
 TARGETS = ("torch", "torchvision", "torchaudio", "soundfile", "colossalai", "deepspeed", "accelerate", "transformers",
-           "peft", "pandas", "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "wrapt")
+           "peft", "pandas", "pandarallel", "av", "numpy", "setuptools", "yapf", "mmcv", "omegaconf", "xformers", "timm", "diffusers", "huggingface_hub", "pillow", "pyyaml", "openai", "pytorch-lightning", "datasets", "evaluate", "sentencepiece", "wrapt")
 DS_OP_BUILT = (
     "import glob, os, sys, importlib.util; spec = importlib.util.find_spec('deepspeed'); "
     "sys.exit(0 if spec and glob.glob(os.path.join(os.path.dirname(spec.origin), 'ops', 'comm', "
@@ -105,7 +107,7 @@ def install_cpu_targets(session, colossalai):
     session.install(*CONSTRAINTS, "torch", "wrapt", "packaging", *TEST_TOOLS)
     install_deepspeed(session, DEEPSPEED, *CONSTRAINTS)
     session.install(*CONSTRAINTS, DEEPSPEED, "accelerate", "pandarallel", "omegaconf", "openai", "pytorch-lightning",
-                    "tensorboardX", "evaluate", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
+                    "tensorboardX", "evaluate", "sentencepiece", *COLOSSALAI_IMPORT_NEEDS, *STACKS[colossalai])
     session.install("--no-deps", f"colossalai=={colossalai}")
     session.install(*CONSTRAINTS, ".")  # a regular (non-editable) install: the start-up hook is tested as shipped
 
@@ -142,7 +144,7 @@ def install_today_targets(session):
     install_deepspeed(session, "deepspeed")
     session.install("deepspeed", "accelerate", "transformers", "peft", "pandas", "pandarallel", "av", "yapf", "omegaconf", "openai",
                     "pytorch-lightning", "tensorboardX", "xformers", "timm", "diffusers", "datasets", "evaluate",
-                    *COLOSSALAI_IMPORT_NEEDS)
+                    "sentencepiece", *COLOSSALAI_IMPORT_NEEDS)
     session.install(MMCV, env=MMCV_BUILD)  # its setup.py imports pkg_resources: built with setuptools < 70
     session.install("--no-deps", "colossalai==0.5.0")
     session.install(".")
@@ -189,7 +191,7 @@ def today(session):
 SWEEP_BASES = {  # stack -> what its environment holds besides the releases tools/sweep.py installs one by one
     "colossalai": [*CONSTRAINTS, "torch", "transformers==4.51.3", "peft==0.13.2", *COLOSSALAI_IMPORT_NEEDS],
     "deepspeed": [*CONSTRAINTS, "torch", "transformers", "setuptools", "wheel", "ninja", "packaging", "numpy"],
-    "transformers": [*CONSTRAINTS, "torch", "safetensors", "sentencepiece"],
+    "transformers": [*CONSTRAINTS, "torch", "safetensors", "sentencepiece", "protobuf"],  # (what reads tokenizer.model)
     "pandas": [*CONSTRAINTS, "pandarallel"],
     "torchvision": ["av", "numpy"],
     "torchaudio": ["numpy", "soundfile"],  # the registry's torch builds, one release pair at a time

@@ -81,6 +81,9 @@ CASES = {
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
     "hf_trainer_overrides": (("transformers",), ("transformers.trainer",),
                              "from transformers import Trainer; assert callable(Trainer.train)", False),
+    "hf_llama_bos_default": (("transformers",), ("transformers.models.llama.tokenization_llama",),  # as the next
+                             "from transformers import LlamaTokenizerFast as T; assert callable(T.from_pretrained)",
+                             True),
     "hf_llama_byte_level": (("transformers",), ("transformers.models.llama.tokenization_llama",),  # 4.x: +sentencepiece
                             "from transformers import LlamaTokenizerFast as T; assert callable(T.from_pretrained)",
                             True),
@@ -380,6 +383,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_checkpoint_dtype", "hf_load_in_8bit"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
     ("hf_trainer_tokenizer", "hf_trainer_overrides"): ("transformers",),  # both wrap Trainer.__init__
+    ("hf_llama_byte_level", "hf_llama_bos_default"): ("transformers",),  # both on LlamaTokenizer's construction
 }
 
 

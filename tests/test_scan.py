@@ -23,6 +23,7 @@ NOT_IN_CODE = {
     "pg_deepcopy": "copy.deepcopy of an object that holds a process group: what it holds is known only at run time",
     "t5_apex_norm": "a GPU machine with apex installed, whatever the code",
     "hf_llama_byte_level": "which checkpoint a LlamaTokenizer loads is data: byte-level ones break, SentencePiece not",
+    "hf_llama_bos_default": "which checkpoint a LlamaTokenizer loads is data: those that do not give add_bos_token",
 }
 
 

@@ -22,6 +22,7 @@ import json
 
 from zeropatch._core import NotNeeded, Patch, Skip, warn_once
 from zeropatch._legacy import Tally
+from zeropatch.patches.transformers._llama_tokenizer import builds_as_llama
 
 AS_WRITTEN = "byte-level tokenizer.json loaded as written"
 _TALLY = Tally()
@@ -48,9 +49,7 @@ def _declares_byte_level(path):
 def _as_written_for_byte_level(llama_module, backend):
     def convert_to_native_format(wrapped, cls, args, kwargs):
         path = kwargs.get("tokenizer_file")
-        llama = getattr(llama_module, "LlamaTokenizer", None)  # read at the call: a reloaded module's class
-        if (isinstance(cls, type) and llama is not None and cls.__init__ is llama.__init__ and isinstance(path, str)
-                and _declares_byte_level(path)):
+        if builds_as_llama(cls, llama_module) and isinstance(path, str) and _declares_byte_level(path):
             _TALLY.count(AS_WRITTEN)
             warn_once(f"hf_llama_byte_level: {cls.__name__} loads {path} as written (a byte-level BPE tokenizer, "
                       f"as 4.x's LlamaTokenizerFast did; transformers 5 would put SentencePiece's Metaspace on it and "
