@@ -1436,7 +1436,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': "LlamaTokenizer / LlamaTokenizerFast load a byte-level BPE checkpoint's tokenizer.json as written (as "
               "4.x's LlamaTokenizerFast), not under SentencePiece's pre-tokenizer, which drops every space",
    'package': 'transformers',
-   'affected': '5.0.0-5.24.0 (silent: spaces dropped; AutoTokenizer too up to 5.12)',
+   'affected': '5.0.0-5.24.0 (silent: spaces dropped; AutoTokenizer too up to 5.13.0)',
    'errors': (),
    'default': True,
    'provides': False,

@@ -11,13 +11,14 @@ without the ``<s>`` the model was pretrained with, and its ``generate.py`` promp
 Changes: where a ``LlamaTokenizer`` (or a subclass keeping its ``__init__``) is converted from the checkpoint's
 ``tokenizer.model`` (no ``tokenizer.json``: transformers 5 follows that file's post-processor instead, on purpose),
 without ``add_bos_token`` being given (by the call or the checkpoint's ``tokenizer_config.json``), and its
-post-processor adds no token, ``add_bos_token`` is True: 4.x's default, and the documented one. A value given either way is kept; a ``tokenizer.json`` checkpoint is left as
-transformers 5 loads it. One warning says so; the job report counts the tokenizers.
+post-processor adds no token, ``add_bos_token`` is True: 4.x's default, and the documented one. A value given either
+way is kept; a ``tokenizer.json`` checkpoint is left as transformers 5 loads it. One warning says so; the job report
+counts the tokenizers.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, warn_once
+from zeropatch._core import Patch, Skip, warn_once
 from zeropatch._legacy import Tally
-from zeropatch.patches.transformers._llama_tokenizer import builds_as_llama
+from zeropatch.patches.transformers._llama_tokenizer import TARGETS, builds_as_llama, llama_tokenizer_of_5
 
 BOS_BY_DEFAULT = "add_bos_token=True by default, as 4.x"
 FROM_A_TOKENIZER_JSON = ("tokenizer_file", "tokenizer_object", "post_processor")  # what transformers 5 may pass then
@@ -57,10 +58,8 @@ def report():
 
 
 def apply(patcher, tokenization_llama):
-    llama = getattr(tokenization_llama, "LlamaTokenizer", None)
-    if llama is None or getattr(tokenization_llama, "LlamaTokenizerFast", None) is not llama:
-        raise NotNeeded("LlamaTokenizer and LlamaTokenizerFast are classes of their own here (transformers 4): both "
-                        "add the beginning-of-sequence token by default")
+    llama = llama_tokenizer_of_5(tokenization_llama, "it and LlamaTokenizer add the beginning-of-sequence token by "
+                                                     "default")
     if not isinstance(getattr(llama, "add_bos_token", None), property) or "__init__" not in vars(llama):
         raise Skip("LlamaTokenizer has no __init__ of its own or no add_bos_token property to set")
     patcher.wrap(llama, "__init__", _bos_by_default(tokenization_llama))
@@ -73,8 +72,7 @@ PATCH = Patch(
     "one) where a SentencePiece checkpoint's tokenizer_config.json does not give add_bos_token",
     package="transformers",
     affected="5.0.0-5.24.0 (silent: no <s> for a tokenizer.model checkpoint that does not give add_bos_token)",
-    targets=("transformers.models.llama.tokenization_llama",  # 5.x: LlamaTokenizerFast is another name of its class
-             "transformers.models.llama.tokenization_llama_fast"),  # 4.x's own LlamaTokenizerFast: not-needed
+    targets=TARGETS,
     apply=apply,
     report=report,
 )

@@ -20,9 +20,9 @@ job report counts the loads.
 
 import json
 
-from zeropatch._core import NotNeeded, Patch, Skip, warn_once
+from zeropatch._core import Patch, Skip, warn_once
 from zeropatch._legacy import Tally
-from zeropatch.patches.transformers._llama_tokenizer import builds_as_llama
+from zeropatch.patches.transformers._llama_tokenizer import TARGETS, builds_as_llama, llama_tokenizer_of_5
 
 AS_WRITTEN = "byte-level tokenizer.json loaded as written"
 _TALLY = Tally()
@@ -65,10 +65,7 @@ def report():
 
 
 def apply(patcher, tokenization_llama):
-    llama = getattr(tokenization_llama, "LlamaTokenizer", None)
-    if llama is None or getattr(tokenization_llama, "LlamaTokenizerFast", None) is not llama:
-        raise NotNeeded("LlamaTokenizerFast is a class of its own here (transformers 4): it loads tokenizer.json as "
-                        "written")
+    llama = llama_tokenizer_of_5(tokenization_llama, "it loads tokenizer.json as written")
     from transformers import tokenization_utils_tokenizers
 
     backend = getattr(tokenization_utils_tokenizers, "TokenizersBackend", None)
@@ -83,9 +80,8 @@ PATCH = Patch(
     summary="LlamaTokenizer / LlamaTokenizerFast load a byte-level BPE checkpoint's tokenizer.json as written (as "
     "4.x's LlamaTokenizerFast), not under SentencePiece's pre-tokenizer, which drops every space",
     package="transformers",
-    affected="5.0.0-5.24.0 (silent: spaces dropped; AutoTokenizer too up to 5.12)",
-    targets=("transformers.models.llama.tokenization_llama",  # 5.x: LlamaTokenizerFast is another name of its class
-             "transformers.models.llama.tokenization_llama_fast"),  # 4.x's own LlamaTokenizerFast: not-needed
+    affected="5.0.0-5.24.0 (silent: spaces dropped; AutoTokenizer too up to 5.13.0)",
+    targets=TARGETS,
     apply=apply,
     report=report,
 )
