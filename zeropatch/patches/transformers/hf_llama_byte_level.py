@@ -6,7 +6,7 @@ rebuilds the backend from the file's vocabulary and merges under SentencePiece's
 decoder. A checkpoint that declares ``"tokenizer_class": "LlamaTokenizerFast"`` but ships a byte-level BPE
 tokenizer.json (Llama 3, DeepSeek V3 / R1 and their Llama distillations, DeepSeek-Coder v1) loses its spaces: "a cat
 in a garden" encodes to other ids and decodes to "acatinagarden" (transformers#45345, #45488), with no error.
-``AutoTokenizer`` goes the same way on 5.0-5.12; later releases send ``AutoTokenizer`` (only) to
+``AutoTokenizer`` goes the same way on 5.0-5.13; later releases send ``AutoTokenizer`` (only) to
 ``TokenizersBackend`` for such a file, while the class named in the code (alpaca-lora's
 ``LlamaTokenizer.from_pretrained``, a script's ``LlamaTokenizerFast``) is still broken on 5.24.
 
