@@ -67,10 +67,13 @@ ZERO3 = {"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto", 
                                "stage3_gather_16bit_weights_on_model_save": True}}
 
 
-TRAINER_LAUNCHES = {  # the HF Trainer's sharded launches -> what each rank trains under
-    "deepspeed-zero3": (lambda folder: ["--deepspeed", str(folder / "zero3.json")], "DeepSpeedEngine, ZeRO stage 3"),
-    "fsdp": (lambda folder: ["--fsdp", "full_shard auto_wrap", "--fsdp_transformer_layer_cls_to_wrap",
-                             "LlamaDecoderLayer"], "FSDP2, parameters DTensor"),
+FSDP_OPTIONS = ["--fsdp", "full_shard auto_wrap", "--fsdp_transformer_layer_cls_to_wrap", "LlamaDecoderLayer"]
+FSDP1_UNDER, FSDP2_UNDER = "FullyShardedDataParallel, parameters Parameter", "FSDP2, parameters DTensor"
+TRAINER_LAUNCHES = {  # the HF Trainer's sharded launches -> (options, what each rank trains under on transformers 5, 4)
+    "deepspeed-zero3": (lambda folder: ["--deepspeed", str(folder / "zero3.json")],
+                        ("DeepSpeedEngine, ZeRO stage 3",) * 2),
+    "fsdp": (lambda folder: FSDP_OPTIONS, (FSDP2_UNDER, FSDP1_UNDER)),  # transformers 5 made --fsdp mean FSDP2
+    "fsdp1": (lambda folder: FSDP_OPTIONS + ["--fsdp_config", '{"version": 1}'], (FSDP1_UNDER, None)),
 }
 
 
@@ -80,15 +83,18 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
     """LLaVA-1.5's launch, `torchrun train.py --deepspeed zero3.json --bf16 True --tf32 True`, and stanford_alpaca's /
     FastChat's, `--fsdp "full_shard auto_wrap" --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer`, on a float16
     checkpoint. Rehearsed on two CPU ranks, both ranks train sharded — under one ZeRO-3 engine with the model built
-    partitioned (DeepSpeed's zero.Init), or under FSDP2 over gloo (accelerate alone would wrap the model in DDP on
-    the CPU) — with float32 master weights, save the gathered weights (every tensor moved), and a second launch
-    resumes from the checkpoint. zero.Init's save-and-restore of every module class's __init__ leaves the patches on
-    them applied."""
+    partitioned (DeepSpeed's zero.Init), or under FSDP over gloo (accelerate alone would wrap the model in DDP on
+    the CPU): FSDP2 for transformers 5's --fsdp, FSDP1 for 4's and for fsdp_config version 1, whose default
+    sync_module_states torch takes on GPUs only — with float32 master weights, save the gathered weights (every
+    tensor moved), and a second launch resumes from the checkpoint. zero.Init's save-and-restore of every module
+    class's __init__ leaves the patches on them applied."""
     import torch
     from safetensors.torch import load_file
 
-    if launch == "fsdp" and distribution_version("transformers") < (5,):
-        pytest.skip("transformers 4 runs FSDP1 for --fsdp, which refuses CPU ranks (no accelerator device)")
+    options, (under_5, under_4) = TRAINER_LAUNCHES[launch]
+    trained_under = under_5 if distribution_version("transformers") >= (5,) else under_4
+    if trained_under is None:
+        pytest.skip("transformers 4 has no fsdp_config version: its --fsdp launch is FSDP1 (the fsdp case)")
     made = run_python(f"""
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -100,7 +106,6 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
     assert_ok(made)
     (tmp_path / "zero3.json").write_text(json.dumps(ZERO3))
     output, report = tmp_path / "output", tmp_path / "report.json"
-    options, trained_under = TRAINER_LAUNCHES[launch]
     command = REHEARSE + TORCHRUN + [str(SCRIPTS / "train_hf_trainer.py"),
                                      "--model_name_or_path", str(tmp_path / "model"),
                                      "--output_dir", str(output), *options(tmp_path),
@@ -119,9 +124,12 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
     before, after = load_file(tmp_path / "model" / "model.safetensors"), load_file(output / "model.safetensors")
     assert before.keys() == after.keys()
     assert [name for name in before if torch.equal(before[name].float(), after[name].float())] == [], "untrained"
-    if launch == "fsdp":
+    if launch != "deepspeed-zero3":
         counts = reported["reports"]["cpu_rehearsal"]["counts"]
-        assert counts["accelerate: FSDP2 over the CPU ranks (gloo), as the launch asked"] == 2, counts
+        version = 2 if trained_under == FSDP2_UNDER else 1
+        assert counts[f"accelerate: FSDP{version} over the CPU ranks (gloo), as the launch asked"] == 2, counts
+        if version == 1:  # the HF Trainer's FSDP1 default, broadcast over gloo where torch takes GPU parameters only
+            assert counts["FSDP1: sync_module_states broadcast over the CPU group (gloo)"] == 2, counts
     resumed = run_command(command + ["--max_steps", "3"], env=clean_environment(), step=f"the {launch} launch resumed")
     assert_ok(resumed)
     assert resumed.stdout.count(f"{trained_under}, resumed True, step 3") == 2, resumed.stdout
@@ -275,7 +283,7 @@ def test_the_trainers_bf16_and_tf32_options_run_on_the_cpu(tmp_path):
 def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     """A machine with a GPU is simulated (this one has none): a CUDA build, or a ROCm one (``torch.version.hip``, no
     ``torch.version.cuda``), whose device count answers 1. Each part of the rehearsal is checked: torch's (the script
-    sees the truth), accelerate's state, T5's norm and the Trainer's launch options (untouched)."""
+    sees the truth), accelerate's state, T5's norm, the Trainer's launch options and FSDP1 (untouched)."""
     code = f'''
         import torch
         if {build!r} == "rocm":
@@ -288,12 +296,14 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
         import accelerate.state
         from transformers import training_args
         from transformers.models.t5 import modeling_t5
+        from torch.distributed.fsdp import fully_sharded_data_parallel as fsdp1
         record = zeropatch.status("cpu_rehearsal")[0]
         parts = {{
             "torch": torch.cuda.is_available(),
             "accelerate": hasattr(accelerate.state.PartialState._prepare_backend, "__wrapped__"),
             "t5": modeling_t5.T5LayerNorm.__name__ == "FusedRMSNorm",
             "training_args": hasattr(training_args.is_torch_tf32_available, "_self_wrapper"),
+            "fsdp1": hasattr(fsdp1.FullyShardedDataParallel.__init__, "_self_wrapper"),
         }}
         print(record.state, "|", record.reason)
         print(sorted(part for part, rehearsed in parts.items() if rehearsed))
@@ -301,13 +311,13 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     kept_off = run_python(code, env=clean_environment())
     assert_ok(kept_off)
     state, rehearsed = kept_off.stdout.strip().splitlines()[-2:]
-    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 4, state
+    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 5, state
     assert rehearsed == "[]", rehearsed
     asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
     assert_ok(asked)
     state, rehearsed = asked.stdout.strip().splitlines()[-2:]
     assert state.startswith("applied"), state
-    assert rehearsed == "['accelerate', 't5', 'torch', 'training_args']", rehearsed
+    assert rehearsed == "['accelerate', 'fsdp1', 't5', 'torch', 'training_args']", rehearsed
 
 
 @requires("torch")

@@ -73,6 +73,9 @@ CASES = {
     "hf_training_args": (("transformers",), ("transformers.hf_argparser", "transformers.training_args"),
                          "from transformers import HfArgumentParser, TrainingArguments; "
                          "HfArgumentParser((TrainingArguments,)).parse_dict({'output_dir': 'x', 'eval_strategy': 'no'})", False),
+    "hf_fsdp_version": (("transformers",), ("transformers.training_args",),
+                        "from transformers import TrainingArguments as A; A(output_dir='x', report_to='none')",
+                        False),
     "python_removed_modules": ((), ("imp", "distutils.version"),
                                "import importlib, json; assert importlib.reload(json) is json", False),
     "hf_safe_serialization": (("transformers",), ("transformers.modeling_utils", "transformers.trainer"),
@@ -191,7 +194,8 @@ CASES = {
                        "import pytorch_lightning.loggers as loggers; assert loggers.TensorBoardLogger", False),
     "cpu_rehearsal": (("torch", "accelerate", "transformers", "pytorch_lightning"),
                       ("torch", "accelerate.state", "transformers.models.t5.modeling_t5", "transformers.training_args",
-                       "pytorch_lightning.trainer.connectors.accelerator_connector"),
+                       "pytorch_lightning.trainer.connectors.accelerator_connector",
+                       "torch.distributed.fsdp.fully_sharded_data_parallel"),
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
@@ -384,6 +388,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
     ("hf_trainer_tokenizer", "hf_trainer_overrides"): ("transformers",),  # both wrap Trainer.__init__
     ("hf_llama_byte_level", "hf_llama_bos_default"): ("transformers",),  # both on LlamaTokenizer's construction
+    ("hf_training_args", "hf_fsdp_version"): ("transformers",),  # both on TrainingArguments' processing
 }
 
 

@@ -25,7 +25,7 @@ RUNS = {
     "stanford_alpaca": ("tatsu-lab/stanford_alpaca 761dc5b", {
         "openai_object", "hf_training_args", "hf_trainer_tokenizer", "hf_checkpoint_dtype", "cpu_rehearsal"}),
     "FastChat": ("lm-sys/FastChat v0.2.30", {"hf_training_args", "hf_rope_scaling", "hf_trainer_tokenizer",
-                                             "hf_checkpoint_dtype", "cpu_rehearsal"}),
+                                             "hf_checkpoint_dtype", "cpu_rehearsal", "hf_fsdp_version"}),
     "LLaVA": ("haotian-liu/LLaVA v1.2.2", {"hf_trainer_names", "hf_training_args", "hf_trainer_tokenizer",
                                            "hf_trainer_overrides", "hf_checkpoint_dtype", "ds_module_cast",
                                            "hf_generate_cache_name", "cpu_rehearsal", "hf_flash_attention_2"}),

@@ -5,7 +5,8 @@ torch.cuda.is_available()``, ``dist.init_process_group("nccl")``, ``torch.cuda.s
 ``.cuda()``, ``device="cuda"``, ``model.to(rank)``, ``DDP(model, device_ids=[rank])``, ``pin_memory()``,
 ``torch.load`` of GPU-saved weights, ``torch.autocast("cuda")``; accelerate >= 1.0 without a GPU sets up no
 multi-process state unless told ``cpu=True`` (which turns DeepSpeed off), so ranks train unsynchronised and
-DeepSpeed sees one rank each, and it takes FSDP on GPUs only (an ``--fsdp`` launch trains under DDP, silently);
+DeepSpeed sees one rank each, and it takes FSDP on GPUs only (an ``--fsdp`` launch trains under DDP, silently;
+FSDP1's ``sync_module_states``, on by default in the HF Trainer, refuses CPU parameters);
 Open-Sora's T5 shardformer policy asserts apex's FusedRMSNorm, which needs CUDA; the HF Trainer's launch options
 refuse a CPU: "Your setup doesn't support bf16/gpu" (transformers >= 5), "--tf32 requires Ampere or a newer GPU arch".
 
@@ -18,8 +19,9 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   ``GradScaler("cuda")`` (to their CPU forms, the same dtype) and DDP's ``device_ids`` follow the same rule.
 - ``torch.cuda``'s queries answer the script's own code (not torch's or a library's) as one GPU per local rank;
   ``synchronize``, streams, events (timed with the CPU clock), memory statistics and RNG states become their CPU
-  forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed, and
-  FSDP2 where the launch asks for FSDP (the HF Trainer's ``--fsdp``; accelerate takes FSDP on GPUs only).
+  forms. nccl becomes gloo. accelerate sets up its multi-CPU state as with ``cpu=True``, keeping DeepSpeed, and the
+  FSDP the launch asks for, FSDP1 or FSDP2 (the HF Trainer's ``--fsdp``; accelerate takes FSDP on GPUs only); FSDP1's
+  ``sync_module_states`` broadcasts the first rank's parameters over gloo.
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
   ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU. The Trainer's
   ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls. A Lightning
@@ -37,12 +39,14 @@ from zeropatch.patches.torch._rehearsal_devices import (
     autocast_on_cpu, ddp_without_device_ids, device_mode, gloo_for_nccl, load_on_cpu, module_cuda, module_to,
     pinned_where_it_is, scaler_on_cpu,
 )
+from zeropatch.patches.torch._rehearsal_fsdp import fsdp_on_the_cpu, on_fsdp1
 from zeropatch.patches.torch._rehearsal_record import count, report, report_at_exit
 
 ACCELERATE_STATE = "accelerate.state"
 T5_MODULE = "transformers.models.t5.modeling_t5"
 TRAINING_ARGS = "transformers.training_args"
 LIGHTNING_CONNECTOR = "pytorch_lightning.trainer.connectors.accelerator_connector"
+FSDP1_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
 GPU_ACCELERATORS = ("gpu", "cuda")
 
 
@@ -118,39 +122,8 @@ def _on_accelerate(patcher, state):
         return backend, distributed_type
 
     patcher.wrap(partial_state, "_prepare_backend", multi_cpu_when_launched)
-    fsdp = _fsdp_on_the_cpu(patcher, state)
+    fsdp = fsdp_on_the_cpu(patcher, state)
     return "a launched job gets accelerate's multi-CPU state (gloo, DDP / DeepSpeed over every rank" + fsdp + ")"
-
-
-def _fsdp_on_the_cpu(patcher, state):
-    """accelerate takes the FSDP a launch asks for (the HF Trainer's ``--fsdp``, ``accelerate launch --use_fsdp``) only
-    on GPUs: on the multi-CPU state it wraps in DDP instead, silently. FSDP2 (``fully_shard``, transformers 5's
-    meaning of ``--fsdp "full_shard auto_wrap"``) runs on CPU ranks over gloo: the state takes it there, as accelerate's
-    GPU branch does. FSDP1 is left as it is (its plugin refuses a machine without an accelerator)."""
-    accelerator_state = getattr(state, "AcceleratorState", None)
-    distributed = getattr(state, "DistributedType", None)
-    if accelerator_state is None or not hasattr(distributed, "FSDP"):
-        return ""
-    import inspect
-
-    signature = inspect.signature(accelerator_state.__init__)
-    if "fsdp_plugin" not in signature.parameters:
-        return ""
-
-    def fsdp_asked_for(wrapped, instance, args, kwargs):
-        fresh = not accelerator_state._shared_state
-        wrapped(*args, **kwargs)
-        plugin = signature.bind(instance, *args, **kwargs).arguments.get("fsdp_plugin")
-        if fresh and instance.distributed_type == distributed.MULTI_CPU and getattr(plugin, "fsdp_version", 1) == 2:
-            instance.distributed_type = distributed.FSDP
-            if instance._mixed_precision != "no":
-                plugin.set_mixed_precision(instance._mixed_precision)
-            instance.fsdp_plugin = plugin
-            state.PartialState._shared_state["distributed_type"] = instance.distributed_type
-            count("accelerate: FSDP2 over the CPU ranks (gloo), as the launch asked")
-
-    patcher.wrap(accelerator_state, "__init__", fsdp_asked_for)
-    return "; FSDP2 where the launch asks for FSDP"
 
 
 def _on_t5(patcher, modeling_t5):
@@ -250,6 +223,8 @@ def apply(patcher, module):
         return _on_t5(patcher, module)
     if module.__name__ == TRAINING_ARGS:
         return _on_training_args(patcher, module)
+    if module.__name__ == FSDP1_MODULE:
+        return on_fsdp1(patcher, module)
     return _on_torch(patcher, module)
 
 
@@ -259,7 +234,7 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR, FSDP1_MODULE),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),

@@ -1,0 +1,156 @@
+"""cpu_rehearsal's FSDP: the FSDP a launch asks for (the HF Trainer's ``--fsdp``, ``accelerate launch --use_fsdp``),
+FSDP1 or FSDP2, runs on the CPU ranks over gloo, as accelerate runs it on GPUs.
+
+accelerate takes FSDP on GPUs only: on its multi-CPU state it wraps the model in DDP instead, silently. FSDP1 (what
+transformers 4 ran for ``--fsdp``, and 5's ``fsdp_config={"version": 1}``) also refuses the CPU twice where
+``sync_module_states`` is on, as transformers asks by default: accelerate's plugin looks for an accelerator to put
+meta parameters on ("There are currently no available devices found"), and torch refuses to broadcast CPU
+parameters ("The module has CPU parameters or buffers when `sync_module_states=True`"). On the CPU ranks the
+broadcast from the group's first rank is made over gloo before wrapping, and meta parameters go to the CPU."""
+
+import os
+
+from zeropatch._core import Skip
+from zeropatch.patches.torch._rehearsal_record import count
+
+TRUE_TEXTS = ("y", "yes", "t", "true", "on", "1")  # accelerate's spellings of a true environment variable
+
+
+def fsdp_on_the_cpu(patcher, state):
+    """The multi-CPU state takes the FSDP plugin the launch asks for, as accelerate's GPU branch does; the plugin's
+    ``sync_module_states`` puts meta parameters on the CPU. A suffix for the patch's description ("" where
+    accelerate has no FSDP to take)."""
+    accelerator_state = getattr(state, "AcceleratorState", None)
+    distributed = getattr(state, "DistributedType", None)
+    if accelerator_state is None or not hasattr(distributed, "FSDP"):
+        return ""
+    import inspect
+
+    signature = inspect.signature(accelerator_state.__init__)
+    if "fsdp_plugin" not in signature.parameters:
+        return ""
+
+    def fsdp_asked_for(wrapped, instance, args, kwargs):
+        fresh = not accelerator_state._shared_state
+        wrapped(*args, **kwargs)
+        plugin = signature.bind(instance, *args, **kwargs).arguments.get("fsdp_plugin")
+        if fresh and plugin is not None and instance.distributed_type == distributed.MULTI_CPU:
+            instance.distributed_type = distributed.FSDP
+            if instance._mixed_precision != "no":
+                plugin.set_mixed_precision(instance._mixed_precision)
+            instance.fsdp_plugin = plugin
+            state.PartialState._shared_state["distributed_type"] = instance.distributed_type
+            version = getattr(plugin, "fsdp_version", 1)
+            count(f"accelerate: FSDP{version} over the CPU ranks (gloo), as the launch asked")
+
+    patcher.wrap(accelerator_state, "__init__", fsdp_asked_for)
+    from accelerate.utils import dataclasses
+
+    plugin_class = getattr(dataclasses, "FullyShardedDataParallelPlugin", None)
+    if plugin_class is not None and hasattr(plugin_class, "__post_init__"):
+        patcher.wrap(plugin_class, "__post_init__", _meta_parameters_to_the_cpu)
+    return "; the FSDP the launch asks for"
+
+
+def _meta_parameters_to_the_cpu(wrapped, instance, args, kwargs):
+    """The plugin's ``sync_module_states`` on a machine without an accelerator: the function that materialises meta
+    parameters puts them on the CPU, where accelerate would put them on the current GPU."""
+    import torch
+
+    if torch.accelerator.is_available() or not _syncs_module_states(instance):
+        return wrapped(*args, **kwargs)
+    instance.sync_module_states = False
+    try:
+        wrapped(*args, **kwargs)
+    finally:
+        instance.sync_module_states = True
+    instance.param_init_fn = _materialised_on_the_cpu
+    count("accelerate: FSDP's sync_module_states materialises meta parameters on the CPU")
+
+
+def _syncs_module_states(plugin):
+    """The plugin's ``sync_module_states`` as its ``__post_init__`` reads it: the value given, else (FSDP1) accelerate's
+    environment variable, which the HF Trainer of transformers 4 sets."""
+    if plugin.sync_module_states is not None:
+        return bool(plugin.sync_module_states)
+    version = plugin.fsdp_version or os.environ.get("FSDP_VERSION", "1")
+    return str(version) == "1" and os.environ.get("FSDP_SYNC_MODULE_STATES", "").lower() in TRUE_TEXTS
+
+
+def _materialised_on_the_cpu(module):
+    return module.to_empty(device="cpu", recurse=False)
+
+
+def on_fsdp1(patcher, fully_sharded_data_parallel):
+    """FSDP1 wrapping CPU parameters: the device it is given (the script's GPU index, accelerate's ``cpu:0``) is the
+    CPU, which FSDP1 takes only unindexed; ``sync_module_states``' broadcast from the group's first rank is made over
+    the CPU group before wrapping, which then needs none."""
+    fsdp = fully_sharded_data_parallel.FullyShardedDataParallel
+    import inspect
+
+    signature = inspect.signature(fsdp.__init__)
+    if not {"module", "process_group", "sync_module_states", "device_id"} <= set(signature.parameters):
+        raise Skip("FullyShardedDataParallel takes no module / process_group / sync_module_states / device_id")
+
+    def on_the_cpu_ranks(wrapped, instance, args, kwargs):
+        import torch
+
+        bound = signature.bind(instance, *args, **kwargs)
+        states = _states(bound.arguments["module"], bound.arguments.get("ignored_modules") or ())
+        group = bound.arguments.get("process_group")
+        if not _all_on_the_cpu(states) or isinstance(group, tuple):
+            return wrapped(*args, **kwargs)  # GPU states, meta ones (materialised first), or hybrid sharding's groups
+        device_id = bound.arguments.get("device_id")
+        if device_id is not None and device_id != torch.device("cpu"):
+            bound.arguments["device_id"] = torch.device("cpu")
+            count(f"FSDP1: device_id={device_id!r} -> the CPU")
+        if bound.arguments.get("sync_module_states"):
+            _broadcast_from_the_first_rank(states, group)
+            bound.arguments["sync_module_states"] = False
+            count("FSDP1: sync_module_states broadcast over the CPU group (gloo)")
+        return wrapped(*bound.args[1:], **bound.kwargs)
+
+    patcher.wrap(fsdp, "__init__", on_the_cpu_ranks)
+    if hasattr(fsdp, "set_state_dict_type"):
+        patcher.wrap(fsdp, "set_state_dict_type", _state_dicts_left_where_they_are)
+    return "FSDP1 wraps CPU parameters on the CPU; its sync_module_states broadcasts them over gloo"
+
+
+def _state_dicts_left_where_they_are(wrapped, instance, args, kwargs):
+    """A full state dict of CPU parameters is on the CPU already: ``offload_to_cpu`` off, which changes nothing there,
+    where torch 2.13 frees the tensors it offloads from the CPU to the CPU (rank 0 crashes saving: "setStorage: ...
+    out of bounds for storage of size 0", or a segmentation fault)."""
+    import dataclasses
+
+    module = args[0] if args else kwargs.get("module")
+    if module is None or not _all_on_the_cpu(_module_tensors(module)):
+        return wrapped(*args, **kwargs)
+    names = ("module", "state_dict_type", "state_dict_config", "optim_state_dict_config")
+    given = dict(zip(names, args), **kwargs)
+    for name in names[2:]:
+        config = given.get(name)
+        if getattr(config, "offload_to_cpu", False) and dataclasses.is_dataclass(config):
+            given[name] = dataclasses.replace(config, offload_to_cpu=False)
+            count("FSDP1: a full state dict of CPU parameters stays where it is (offload_to_cpu off)")
+    return wrapped(**given)
+
+
+def _states(module, ignored_modules):
+    ignored = {id(tensor) for ignored_module in ignored_modules for tensor in _module_tensors(ignored_module)}
+    return [tensor for tensor in _module_tensors(module) if id(tensor) not in ignored]
+
+
+def _module_tensors(module):
+    return [*module.parameters(), *module.buffers()]
+
+
+def _all_on_the_cpu(states):
+    return bool(states) and all(tensor.device.type == "cpu" for tensor in states)
+
+
+def _broadcast_from_the_first_rank(states, group):
+    import torch.distributed as dist
+
+    source = dist.get_global_rank(group, 0) if group is not None else 0
+    for tensor in states:
+        dist.broadcast(tensor.detach(), source, group=group)

@@ -1,0 +1,75 @@
+"""hf_fsdp_version: legacy code's ``--fsdp "full_shard auto_wrap"`` runs FSDP1 again, as on transformers 4 and 5.0-5.9.
+
+Breaks: transformers 5.10 made FSDP2 (``fully_shard``) the default of the HF Trainer's FSDP (``fsdp_config``'s
+``version``: 1 until 5.9). The 2023 fine-tuners launch with ``--fsdp "full_shard auto_wrap"`` and use FSDP1's API
+on the model the Trainer wrapped: FastChat's ``trainer_save_model_safe`` (``FSDP.state_dict_type(trainer.model,
+StateDictType.FULL_STATE_DICT, ...)``) fails its final save with "KeyError: None" after the whole training run,
+and a launch naming an FSDP1-only strategy (``--fsdp "hybrid_shard"``) is refused: "`fsdp=hybrid_shard` is only
+available with FSDP1".
+
+Changes: where code written for transformers < 5.10 (``zeropatch._legacy``: its repository's pin of transformers, or
+``ZEROPATCH_LEGACY``) gives ``fsdp`` the 4.x way (a string or a list of options) and its ``fsdp_config`` names no
+``version``, the config gets ``version: 1``: FSDP1, as the code was written for (transformers' own FSDP1 path, which
+5.24 still has). A version given either way is kept; ``fsdp=True`` (5.x's spelling) is left alone. For code not known
+to be legacy nothing changes, and the first such launch says once that it runs FSDP2, with the switch. The decision
+is in ``status`` and the job report.
+"""
+
+from zeropatch._core import NotNeeded, Patch, Skip, inform_once, warn_once
+from zeropatch._legacy import ENV_LEGACY, Tally, decide, decided
+
+CHANGED_IN = "5.10"
+OLD = "--fsdp given as options: FSDP1, as transformers <= 5.9 (old contract)"
+NEW = "--fsdp given as options: FSDP2 (transformers 5.10's contract kept)"
+_TALLY = Tally()  # OLD / NEW -> how many TrainingArguments each contract decided
+
+
+def _fsdp1_for_legacy_code(wrapped, instance, args, kwargs):
+    fsdp_config = args[1] if len(args) > 1 else kwargs.get("fsdp_config")
+    if not isinstance(fsdp_config, dict) or "version" in fsdp_config:
+        return wrapped(*args, **kwargs)
+    decision = decide("transformers", CHANGED_IN)
+    if decision.legacy:
+        fsdp_config["version"] = 1  # the dict TrainingArguments reads its FSDP version from next
+        _TALLY.count(OLD)
+        inform_once(f"hf_fsdp_version: --fsdp runs FSDP1, as transformers <= 5.9 did ({decision.why})")
+    else:
+        _TALLY.count(NEW)
+        warn_once(f"hf_fsdp_version: --fsdp runs FSDP2 (transformers >= 5.10; 5.9 and 4.x ran FSDP1, whose API "
+                  f"FSDP.state_dict_type is then refused on the model). This code is not known to be written for "
+                  f"transformers < 5.10 ({decision.why}); if it is, {ENV_LEGACY}=transformers restores FSDP1")
+    return wrapped(*args, **kwargs)
+
+
+def report():
+    decision = decided("transformers", CHANGED_IN)
+    return _TALLY.report(decision and decision.why)
+
+
+def apply(patcher, training_args):
+    arguments = getattr(training_args, "TrainingArguments", None)
+    if arguments is None:
+        raise Skip("transformers.training_args has no TrainingArguments")
+    if "_apply_legacy_fsdp_to_config" not in vars(arguments):
+        raise NotNeeded("transformers < 5.10 runs FSDP1 for --fsdp given as options")
+    patcher.wrap(arguments, "_apply_legacy_fsdp_to_config", _fsdp1_for_legacy_code)
+    decision = decide("transformers", CHANGED_IN)
+    contract = "old contract: FSDP1" if decision.legacy else "new contract kept: FSDP2"
+    return f"--fsdp given as options: {contract} ({decision.why})"
+
+
+PATCH = Patch(
+    "hf_fsdp_version",
+    summary="legacy code's --fsdp \"full_shard auto_wrap\" runs FSDP1 (as transformers 4 and <= 5.9), whose API it "
+    "calls on the model, not FSDP2",
+    package="transformers",
+    affected="5.10.1-5.24.0",
+    targets=("transformers.training_args",),
+    apply=apply,
+    report=report,
+    errors=(r"is only available with FSDP1",
+            r"_state_dict_type_to_config\[state_dict_type\][\s\S]{0,300}KeyError: None"),  # FSDP1's API, no FSDP1
+    looks_for=("option --fsdp",
+               *(f"call transformers.{arguments} with fsdp"
+                 for arguments in ("TrainingArguments", "training_args.TrainingArguments"))),
+)
