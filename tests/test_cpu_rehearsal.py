@@ -278,12 +278,43 @@ def test_the_trainers_bf16_and_tf32_options_run_on_the_cpu(tmp_path):
     assert ("--bf16 on the CPU" in rehearsed.stdout) == bf16_refused and "TF32 setting" in rehearsed.stdout, rehearsed.stdout
 
 
+@requires("torch", "transformers", "safetensors")
+def test_a_device_map_naming_a_gpu_loads_on_the_cpu(tmp_path):
+    """`from_pretrained(path, device_map={"": local_rank})` (the DDP launches of alpaca-lora's and FastChat's QLoRA
+    paths, `"cuda:0"`): transformers moves the loaded weights in worker threads, out of the device mode's reach, and
+    fails on a CPU machine; rehearsed (installed into the same process), the same loads give the saved weights on the
+    CPU."""
+    loaded = run_python(f"""
+        import torch, zeropatch
+        from transformers import LlamaConfig, LlamaForCausalLM
+        folder = {str(tmp_path)!r}
+        LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, num_key_value_heads=2)).save_pretrained(folder)
+        saved = LlamaForCausalLM.from_pretrained(folder).state_dict()
+        try:
+            LlamaForCausalLM.from_pretrained(folder, device_map={{"": 0}})
+            print("plain: loaded")
+        except (RuntimeError, AssertionError) as error:
+            print("plain:", type(error).__name__)
+        zeropatch.install("cpu_rehearsal")
+        for device_map in ({{"": 0}}, "cuda:0", {{"": torch.device("cuda", 1)}}):
+            model = LlamaForCausalLM.from_pretrained(folder, device_map=device_map)
+            assert all(torch.equal(tensor, saved[name]) for name, tensor in model.state_dict().items())
+            print(device_map, "->", sorted({{str(tensor.device) for tensor in model.state_dict().values()}}))
+    """, env=clean_environment())  # the default patches, then the rehearsal
+    assert_ok(loaded)
+    lines = loaded.stdout.strip().splitlines()
+    assert lines[-4] in ("plain: RuntimeError", "plain: AssertionError"), loaded.stdout  # no NVIDIA driver / CUDA
+    assert [line.split(" -> ")[1] for line in lines[-3:]] == ["['cpu']"] * 3, loaded.stdout
+
+
 @requires("torch", "accelerate", "transformers")
 @pytest.mark.parametrize("build", ["cuda", "rocm"])
 def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     """A machine with a GPU is simulated (this one has none): a CUDA build, or a ROCm one (``torch.version.hip``, no
     ``torch.version.cuda``), whose device count answers 1. Each part of the rehearsal is checked: torch's (the script
-    sees the truth), accelerate's state, T5's norm, the Trainer's launch options and FSDP1 (untouched)."""
+    sees the truth), accelerate's state, T5's norm, the Trainer's launch options, FSDP1 and from_pretrained's
+    device_map (untouched)."""
     code = f'''
         import torch
         if {build!r} == "rocm":
@@ -297,6 +328,9 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
         from transformers import training_args
         from transformers.models.t5 import modeling_t5
         from torch.distributed.fsdp import fully_sharded_data_parallel as fsdp1
+        from transformers import modeling_utils
+        from zeropatch.patches.torch._rehearsal_devices import device_map_on_cpu
+        wrappers = lambda f: [f._self_wrapper] + wrappers(f.__wrapped__) if hasattr(f, "_self_wrapper") else []
         record = zeropatch.status("cpu_rehearsal")[0]
         parts = {{
             "torch": torch.cuda.is_available(),
@@ -304,6 +338,7 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
             "t5": modeling_t5.T5LayerNorm.__name__ == "FusedRMSNorm",
             "training_args": hasattr(training_args.is_torch_tf32_available, "_self_wrapper"),
             "fsdp1": hasattr(fsdp1.FullyShardedDataParallel.__init__, "_self_wrapper"),
+            "modeling_utils": device_map_on_cpu in wrappers(vars(modeling_utils.PreTrainedModel)["from_pretrained"]),
         }}
         print(record.state, "|", record.reason)
         print(sorted(part for part, rehearsed in parts.items() if rehearsed))
@@ -311,13 +346,13 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     kept_off = run_python(code, env=clean_environment())
     assert_ok(kept_off)
     state, rehearsed = kept_off.stdout.strip().splitlines()[-2:]
-    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 5, state
+    assert state.startswith("not-needed |") and state.count("CUDA is available here") == 6, state
     assert rehearsed == "[]", rehearsed
     asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
     assert_ok(asked)
     state, rehearsed = asked.stdout.strip().splitlines()[-2:]
     assert state.startswith("applied"), state
-    assert rehearsed == "['accelerate', 'fsdp1', 't5', 'torch', 'training_args']", rehearsed
+    assert rehearsed == "['accelerate', 'fsdp1', 'modeling_utils', 't5', 'torch', 'training_args']", rehearsed
 
 
 @requires("torch")

@@ -195,7 +195,7 @@ CASES = {
     "cpu_rehearsal": (("torch", "accelerate", "transformers", "pytorch_lightning"),
                       ("torch", "accelerate.state", "transformers.models.t5.modeling_t5", "transformers.training_args",
                        "pytorch_lightning.trainer.connectors.accelerator_connector",
-                       "torch.distributed.fsdp.fully_sharded_data_parallel"),
+                       "torch.distributed.fsdp.fully_sharded_data_parallel", "transformers.modeling_utils"),
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
@@ -386,6 +386,7 @@ SAME_PLACE = {  # two patches on the same target module or class
     ("hf_frozen_params", "hf_checkpoint_dtype"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("hf_checkpoint_dtype", "hf_load_in_8bit"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("torch_load", "cpu_rehearsal"): ("torch", "accelerate", "transformers"),  # both wrap torch.load
+    ("hf_checkpoint_dtype", "cpu_rehearsal"): ("transformers",),  # both wrap PreTrainedModel.from_pretrained
     ("hf_trainer_tokenizer", "hf_trainer_overrides"): ("transformers",),  # both wrap Trainer.__init__
     ("hf_llama_byte_level", "hf_llama_bos_default"): ("transformers",),  # both on LlamaTokenizer's construction
     ("hf_training_args", "hf_fsdp_version"): ("transformers",),  # both on TrainingArguments' processing

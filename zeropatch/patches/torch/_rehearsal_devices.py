@@ -128,6 +128,20 @@ def ddp_without_device_ids(wrapped, instance, args, kwargs):
     return wrapped(*bound.args, **bound.kwargs)
 
 
+def device_map_on_cpu(wrapped, instance, args, kwargs):
+    """``from_pretrained(..., device_map={"": local_rank})`` (alpaca-lora's DDP launch), ``"cuda:0"``, ``0``: the CPU.
+    transformers moves the loaded weights in worker threads, where the device mode does not reach."""
+    device_map = kwargs.get("device_map")
+    if isinstance(device_map, dict):
+        mapped = {part: "cpu" if _is_cuda_or_index(device) else device for part, device in device_map.items()}
+    else:
+        mapped = "cpu" if _is_cuda_or_index(device_map) else device_map
+    if mapped == device_map:
+        return wrapped(*args, **kwargs)
+    count(f"from_pretrained(device_map={device_map!r}) -> the CPU")
+    return wrapped(*args, **dict(kwargs, device_map=mapped))
+
+
 def gloo_for_nccl(first_positional):
     """init_process_group / new_group with nccl (alone or in a per-device list) asked for: gloo."""
     def as_gloo(backend):

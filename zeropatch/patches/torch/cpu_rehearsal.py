@@ -15,6 +15,7 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
 - A torch function mode (the mechanism of ``torch.set_default_device``) maps, in the main thread, every CUDA
   device the program names (``torch.device("cuda:1")``, ``device="cuda"`` of any factory, ``Tensor.to("cuda")``,
   ``.to(0)``, ``.cuda()``) to the CPU; ``pin_memory()`` keeps the tensor where it is (in every thread). ``Module.to(0)``,
+  ``from_pretrained``'s ``device_map`` (``{"": local_rank}``: transformers moves weights in worker threads),
   ``torch.load``'s ``map_location`` and the restore of GPU-saved storages, ``torch.autocast("cuda")`` /
   ``GradScaler("cuda")`` (to their CPU forms, the same dtype) and DDP's ``device_ids`` follow the same rule.
 - ``torch.cuda``'s queries answer the script's own code (not torch's or a library's) as one GPU per local rank;
@@ -36,8 +37,8 @@ import os
 from zeropatch._core import ENV_REHEARSAL_ON_GPU, NotNeeded, Patch, Skip
 from zeropatch.patches.torch._rehearsal_cuda import ScriptsGpu, answer_the_script
 from zeropatch.patches.torch._rehearsal_devices import (
-    autocast_on_cpu, ddp_without_device_ids, device_mode, gloo_for_nccl, load_on_cpu, module_cuda, module_to,
-    pinned_where_it_is, scaler_on_cpu,
+    autocast_on_cpu, ddp_without_device_ids, device_map_on_cpu, device_mode, gloo_for_nccl, load_on_cpu, module_cuda,
+    module_to, pinned_where_it_is, scaler_on_cpu,
 )
 from zeropatch.patches.torch._rehearsal_fsdp import fsdp_on_the_cpu, on_fsdp1
 from zeropatch.patches.torch._rehearsal_record import count, report, report_at_exit
@@ -47,6 +48,7 @@ T5_MODULE = "transformers.models.t5.modeling_t5"
 TRAINING_ARGS = "transformers.training_args"
 LIGHTNING_CONNECTOR = "pytorch_lightning.trainer.connectors.accelerator_connector"
 FSDP1_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
+MODELING_UTILS = "transformers.modeling_utils"
 GPU_ACCELERATORS = ("gpu", "cuda")
 
 
@@ -177,6 +179,15 @@ def _on_training_args(patcher, training_args):
     return "TrainingArguments accepts the GPU job's --bf16 (bfloat16 on the CPU) and --tf32 (float32 kept)"
 
 
+def _on_modeling_utils(patcher, modeling_utils):
+    """``from_pretrained``'s ``device_map`` naming a GPU (``{"": local_rank}``, ``"cuda:0"``) loads on the CPU."""
+    model_class = getattr(modeling_utils, "PreTrainedModel", None)
+    if model_class is None:
+        raise Skip(f"{MODELING_UTILS} has no PreTrainedModel")
+    patcher.wrap(model_class, "from_pretrained", device_map_on_cpu)
+    return "from_pretrained's device_map naming a GPU loads on the CPU"
+
+
 def _device_count(devices):
     """How many GPUs a Lightning ``devices`` value names ([0, 1], "0,1", "0,", 2, "2"); -1 / "auto": one per rank."""
     if isinstance(devices, (list, tuple)):
@@ -225,6 +236,8 @@ def apply(patcher, module):
         return _on_training_args(patcher, module)
     if module.__name__ == FSDP1_MODULE:
         return on_fsdp1(patcher, module)
+    if module.__name__ == MODELING_UTILS:
+        return _on_modeling_utils(patcher, module)
     return _on_torch(patcher, module)
 
 
@@ -234,7 +247,7 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR, FSDP1_MODULE),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR, FSDP1_MODULE, MODELING_UTILS),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),
