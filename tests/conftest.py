@@ -113,6 +113,18 @@ def skips_over_budget(config):
             f"skipped:\n{listed}")
 
 
+def script_in_a_repository(root, script, pin=None, path="train.py"):
+    """``script`` written to ``root/path`` in a repository of its own (``root`` has .git), with ``pin`` in the root's
+    requirements.txt: what zeropatch._legacy reads to decide which release the code was written for."""
+    (root / ".git").mkdir(exist_ok=True)
+    if pin:
+        (root / "requirements.txt").write_text(f"torch\n{pin}\n")
+    written = root / path
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_text(script)
+    return written
+
+
 def clean_environment(**overrides):
     env = {key: value for key, value in os.environ.items() if key not in ZEROPATCH_VARIABLES}
     env.update({

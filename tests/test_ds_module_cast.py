@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from conftest import assert_ok, clean_environment, distribution_version, requires, run_command
+from conftest import (assert_ok, clean_environment, distribution_version, requires, run_command,
+                      script_in_a_repository)
 
 pytestmark = [requires("torch", "deepspeed"),
               pytest.mark.skipif((distribution_version("deepspeed") or (0,)) < (0, 19, 2),
@@ -38,12 +39,8 @@ print("status", zeropatch.status("ds_module_cast")[0].reason)
 
 
 def run(tmp_path, pin=None, config=None, **env):
-    """The script in a repository of its own (its root has .git), with ``pin`` in its requirements.txt."""
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    if pin:
-        (tmp_path / "requirements.txt").write_text(f"torch\n{pin}\n")
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
+    """The script in a repository of its own, with ``pin`` in its requirements.txt."""
+    script = script_in_a_repository(tmp_path, SCRIPT, pin)
     return run_command([sys.executable, str(script), json.dumps(config or {})], cwd=tmp_path,
                        env=clean_environment(**env))
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from conftest import assert_ok, clean_environment, distribution_version, requires, run_command
+from conftest import (assert_ok, clean_environment, distribution_version, requires, run_command,
+                      script_in_a_repository)
 
 pytestmark = [requires("torch", "transformers"),
               pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5,), reason="transformers >= 5")]
@@ -34,14 +35,8 @@ print("status", status.state, status.reason)
 '''
 
 def repository(tmp_path, pin=None):
-    """A repository (its root has .git) holding the script, with ``pin`` in its requirements.txt."""
-    (tmp_path / ".git").mkdir()
-    if pin is not None:
-        (tmp_path / "requirements.txt").write_text(f"numpy\n{pin}\ntorch\n")
-    (tmp_path / "train").mkdir()
-    script = tmp_path / "train" / "train.py"
-    script.write_text(SCRIPT)
-    return script
+    """A repository holding the script in a folder below its root, with ``pin`` in the root's requirements.txt."""
+    return script_in_a_repository(tmp_path, SCRIPT, pin, path="train/train.py")
 
 
 def load(script, *args, **env):

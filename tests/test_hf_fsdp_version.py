@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from conftest import assert_ok, clean_environment, distribution_version, requires, run_command
+from conftest import (assert_ok, clean_environment, distribution_version, requires, run_command,
+                      script_in_a_repository)
 
 pytestmark = [requires("torch", "transformers", "accelerate"),
               pytest.mark.skipif((distribution_version("transformers") or (0,)) < (5, 10),
@@ -27,16 +28,6 @@ print("status", status.state, status.reason)
 '''
 
 
-def repository(tmp_path, pin=None):
-    """A repository (its root has .git) holding the script, with ``pin`` in its requirements.txt."""
-    (tmp_path / ".git").mkdir()
-    if pin is not None:
-        (tmp_path / "requirements.txt").write_text(f"{pin}\ntorch\n")
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
-    return script
-
-
 def versions(script, *args, **env):
     result = run_command([sys.executable, str(script), *args], env=clean_environment(**env), cwd=script.parent)
     assert_ok(result)
@@ -45,7 +36,7 @@ def versions(script, *args, **env):
 
 
 def test_a_repository_pinned_below_5_10_runs_fsdp1_and_a_given_version_is_never_touched(tmp_path):
-    script = repository(tmp_path, "transformers>=4.31.0")  # FastChat's pin
+    script = script_in_a_repository(tmp_path, SCRIPT, "transformers>=4.31.0")  # FastChat's pin
     launches = ("[('full_shard auto_wrap', None), (['full_shard', 'auto_wrap'], {'fsdp_version': 2}),"
                 " ('full_shard', {'version': 2}), (True, None)]")
     found, status, _ = versions(script, launches)
@@ -55,7 +46,7 @@ def test_a_repository_pinned_below_5_10_runs_fsdp1_and_a_given_version_is_never_
 
 
 def test_code_not_known_to_be_legacy_runs_fsdp2_and_is_told_the_switch(tmp_path):
-    script = repository(tmp_path)  # no pin (every pin kind: tests/test_legacy.py)
+    script = script_in_a_repository(tmp_path, SCRIPT)  # no pin (every pin kind: tests/test_legacy.py)
     found, status, stderr = versions(script)
     assert found == "2" and "new contract kept" in status, status
     assert "ZEROPATCH_LEGACY=transformers" in stderr and stderr.count("hf_fsdp_version:") == 1, stderr[-2000:]
