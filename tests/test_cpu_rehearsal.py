@@ -73,7 +73,8 @@ TRAINER_LAUNCHES = {  # the HF Trainer's sharded launches -> (options, what each
     "deepspeed-zero3": (lambda folder: ["--deepspeed", str(folder / "zero3.json")],
                         ("DeepSpeedEngine, ZeRO stage 3",) * 2),
     "fsdp": (lambda folder: FSDP_OPTIONS, (FSDP2_UNDER, FSDP1_UNDER)),  # transformers 5 made --fsdp mean FSDP2
-    "fsdp1": (lambda folder: FSDP_OPTIONS + ["--fsdp_config", '{"version": 1}'], (FSDP1_UNDER, None)),
+    "fsdp1": (lambda folder: ["--fsdp", "full_shard offload auto_wrap", *FSDP_OPTIONS[2:], "--fsdp_config",
+                              '{"version": 1}'], (FSDP1_UNDER, None)),  # offload: the parameters stay on the CPU
 }
 
 
@@ -130,6 +131,8 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
         assert counts[f"accelerate: FSDP{version} over the CPU ranks (gloo), as the launch asked"] == 2, counts
         if version == 1:  # the HF Trainer's FSDP1 default, broadcast over gloo where torch takes GPU parameters only
             assert counts["FSDP1: sync_module_states broadcast over the CPU group (gloo)"] == 2, counts
+        if launch == "fsdp1":
+            assert counts["FSDP1: cpu_offload of parameters on the CPU already: left off"] == 2, counts
     resumed = run_command(command + ["--max_steps", "3"], env=clean_environment(), step=f"the {launch} launch resumed")
     assert_ok(resumed)
     assert resumed.stdout.count(f"{trained_under}, resumed True, step 3") == 2, resumed.stdout

@@ -6,7 +6,8 @@ transformers 4 ran for ``--fsdp``, and 5's ``fsdp_config={"version": 1}``) also 
 ``sync_module_states`` is on, as transformers asks by default: accelerate's plugin looks for an accelerator to put
 meta parameters on ("There are currently no available devices found"), and torch refuses to broadcast CPU
 parameters ("The module has CPU parameters or buffers when `sync_module_states=True`"). On the CPU ranks the
-broadcast from the group's first rank is made over gloo before wrapping, and meta parameters go to the CPU."""
+broadcast from the group's first rank is made over gloo before wrapping, and meta parameters go to the CPU; the
+offloads (parameters, a saved state dict) have nothing to move and are left off, where torch's CPU paths fail."""
 
 import os
 
@@ -84,13 +85,16 @@ def _materialised_on_the_cpu(module):
 def on_fsdp1(patcher, fully_sharded_data_parallel):
     """FSDP1 wrapping CPU parameters: the device it is given (the script's GPU index, accelerate's ``cpu:0``) is the
     CPU, which FSDP1 takes only unindexed; ``sync_module_states``' broadcast from the group's first rank is made over
-    the CPU group before wrapping, which then needs none."""
+    the CPU group before wrapping, which then needs none; ``cpu_offload`` (``--fsdp "full_shard offload"``) has
+    nothing to move, and is left off (torch's offload path ends each backward syncing a CPU "stream", which has no
+    ``synchronize``)."""
     fsdp = fully_sharded_data_parallel.FullyShardedDataParallel
     import inspect
 
     signature = inspect.signature(fsdp.__init__)
-    if not {"module", "process_group", "sync_module_states", "device_id"} <= set(signature.parameters):
-        raise Skip("FullyShardedDataParallel takes no module / process_group / sync_module_states / device_id")
+    if not {"module", "process_group", "sync_module_states", "device_id", "cpu_offload"} <= set(signature.parameters):
+        raise Skip("FullyShardedDataParallel takes no module / process_group / sync_module_states / device_id / "
+                   "cpu_offload")
 
     def on_the_cpu_ranks(wrapped, instance, args, kwargs):
         import torch
@@ -104,6 +108,9 @@ def on_fsdp1(patcher, fully_sharded_data_parallel):
         if device_id is not None and device_id != torch.device("cpu"):
             bound.arguments["device_id"] = torch.device("cpu")
             count(f"FSDP1: device_id={device_id!r} -> the CPU")
+        if getattr(bound.arguments.get("cpu_offload"), "offload_params", False):
+            bound.arguments["cpu_offload"] = None  # the parameters are on the CPU: torch's offload path syncs a stream
+            count("FSDP1: cpu_offload of parameters on the CPU already: left off")
         if bound.arguments.get("sync_module_states"):
             _broadcast_from_the_first_rank(states, group)
             bound.arguments["sync_module_states"] = False
