@@ -48,6 +48,25 @@ def test_dit_style_ddp_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path
     assert counts["autocast(cuda)"] == 6, counts  # 3 steps on each of 2 ranks
 
 
+@requires("torch")
+def test_fsdp1_script_syncs_rank_0s_weights_offloads_and_saves_as_one_process_trains(tmp_path):
+    """llama-recipes' FSDP1 set-up (rank 0's weights brought to every rank by sync_module_states, the device given
+    as torch.cuda.current_device(), parameters offloaded to the CPU, a full state dict offloaded to rank 0), which
+    torch refuses on CPU parameters, trains on two CPU ranks: every rank starts from rank 0's weights, and the saved
+    weights equal one process's training on the same batches."""
+    report = tmp_path / "report.json"
+    result = rehearse("train_fsdp1.py", tmp_path, report)
+    assert_ok(result)
+    starts = {line.split(" (")[0].split("starts from ")[1]
+              for line in result.stdout.splitlines() if "starts from" in line}
+    assert len(starts) == 1 and "rank 0's pretrained " + starts.pop() in result.stdout, result.stdout
+    assert "equal to one process: True" in result.stdout, result.stdout
+    counts = mapped(report)
+    for what in ("FSDP1: sync_module_states broadcast over the CPU group (gloo)",
+                 "FSDP1: cpu_offload of parameters on the CPU already: left off"):
+        assert counts.get(what) == 2, (what, counts)
+
+
 @requires("accelerate", "deepspeed")
 @pytest.mark.parametrize("deepspeed", [True, False], ids=["deepspeed", "ddp"])
 def test_accelerate_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path, deepspeed):
