@@ -361,20 +361,31 @@ def arguments(words):
     return releases, patches
 
 
+def release_key(release):
+    """A release as the results file and the command line name it: a pair, read back from JSON as a list, is its
+    tuple."""
+    return str(tuple(release)) if isinstance(release, list) else str(release)
+
+
+def named_by(release, named):
+    """Whether the command line names ``release``: as written, or a torch pair by its torch release."""
+    return str(release) in named or isinstance(release, tuple) and release[0] in named
+
+
 def merged(rows, path, only):
     """The stack's rows in ``path`` with each new row's results put in: the whole row, or only the patches ``only``
     names (a row not swept before comes in whole)."""
     if not os.path.exists(path):
         return rows
     with open(path) as file:
-        old = {str(row["release"]): row for row in json.load(file)["rows"]}
+        old = {release_key(row["release"]): row for row in json.load(file)["rows"]}
     for row in rows:
-        if only and str(row["release"]) in old:
-            kept = old[str(row["release"])]
-            kept["patches"].update(row["patches"])
-            kept["date"], kept["seconds"] = row["date"], kept["seconds"] + row["seconds"]
+        key = release_key(row["release"])
+        if only and key in old:
+            old[key]["patches"].update(row["patches"])
+            old[key]["date"], old[key]["seconds"] = row["date"], old[key]["seconds"] + row["seconds"]
         else:
-            old[str(row["release"])] = row
+            old[key] = row
     return list(old.values())
 
 
@@ -386,8 +397,8 @@ def main():
     named, only = arguments(sys.argv[2:])
     if stack == "python" and not named:  # only the running interpreter's row: the others' stay
         named = [platform.python_version()]
-    releases = [release for release in STACKS[stack][1] if not named or str(release) in named]
-    unknown = set(named) - {str(release) for release in STACKS[stack][1]}
+    releases = [release for release in STACKS[stack][1] if not named or named_by(release, named)]
+    unknown = {name for name in named if not any(named_by(release, [name]) for release in STACKS[stack][1])}
     if unknown:
         sys.exit(f"unknown release(s) {sorted(unknown)} of {stack} (valid: {', '.join(map(str, STACKS[stack][1]))})")
     strangers = set(only) - set(STACKS[stack][3])
@@ -406,8 +417,8 @@ def main():
     path = os.path.join(ROOT, "compat", "results", f"{stack}.json")
     if named or only:  # some releases or patches again: the others stay
         order = [str(release) for release in STACKS[stack][1]]
-        rows = sorted(merged(rows, path, only),
-                      key=lambda row: order.index(str(row["release"])) if str(row["release"]) in order else 0)
+        rows = sorted(merged(rows, path, only), key=lambda row: order.index(release_key(row["release"]))
+                      if release_key(row["release"]) in order else 0)
     result = {"stack": stack, "date": datetime.date.today().isoformat(), "python": platform.python_version(),
               "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seconds": round(time.monotonic() - started),
               "rows": rows}

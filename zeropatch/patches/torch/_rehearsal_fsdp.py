@@ -2,12 +2,13 @@
 FSDP1 or FSDP2, runs on the CPU ranks over gloo, as accelerate runs it on GPUs.
 
 accelerate takes FSDP on GPUs only: on its multi-CPU state it wraps the model in DDP instead, silently. FSDP1 (what
-transformers 4 ran for ``--fsdp``, and 5's ``fsdp_config={"version": 1}``) also refuses the CPU twice where
-``sync_module_states`` is on, as transformers asks by default: accelerate's plugin looks for an accelerator to put
-meta parameters on ("There are currently no available devices found"), and torch refuses to broadcast CPU
-parameters ("The module has CPU parameters or buffers when `sync_module_states=True`"). On the CPU ranks the
-broadcast from the group's first rank is made over gloo before wrapping, and meta parameters go to the CPU; the
-offloads (parameters, a saved state dict) have nothing to move and are left off, where torch's CPU paths fail."""
+transformers 4 ran for ``--fsdp``, 5's ``fsdp_config={"version": 1}``, llama-recipes' own ``FSDP(...)``) refuses the
+CPU where GPU scripts and transformers' defaults set it up: ``sync_module_states`` makes accelerate's plugin look
+for an accelerator ("There are currently no available devices found") and torch refuse CPU parameters ("The module
+has CPU parameters or buffers when `sync_module_states=True`"); ``device_id`` is a GPU index or accelerate's
+``cpu:0`` ("Inconsistent compute device and `device_id`"); the offloads fail in torch's CPU paths. On the CPU ranks
+the broadcast from the group's first rank is made over gloo before wrapping, meta parameters and the device are the
+CPU, and the offloads, with nothing to move, are left off."""
 
 import os
 
@@ -103,7 +104,7 @@ def on_fsdp1(patcher, fully_sharded_data_parallel):
         states = _states(bound.arguments["module"], bound.arguments.get("ignored_modules") or ())
         group = bound.arguments.get("process_group")
         if not _all_on_the_cpu(states) or isinstance(group, tuple):
-            return wrapped(*args, **kwargs)  # GPU states, meta ones (materialised first), or hybrid sharding's groups
+            return wrapped(*args, **kwargs)  # GPU or meta states, or hybrid sharding's pair of groups: as they are
         device_id = bound.arguments.get("device_id")
         if device_id is not None and device_id != torch.device("cpu"):
             bound.arguments["device_id"] = torch.device("cpu")

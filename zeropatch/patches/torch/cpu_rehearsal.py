@@ -263,6 +263,8 @@ PATCH = Patch(
         r"Tried to instantiate dummy base class (Event|Stream)",
         r"Your setup doesn't support bf16/gpu",
         r"--tf32 requires Ampere or a newer GPU arch",
+        r"The module has CPU parameters or buffers when `sync_module_states=True`",
+        r"There are currently no available devices found, must be one of",
     ),
     looks_for=("call *.cuda", "call torch.cuda.set_device", "option --bf16", "option --tf32"),
 )
