@@ -106,8 +106,9 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
     partitioned (DeepSpeed's zero.Init), or under FSDP over gloo (accelerate alone would wrap the model in DDP on
     the CPU): FSDP2 for transformers 5's --fsdp, FSDP1 for 4's and for fsdp_config version 1, whose default
     sync_module_states torch takes on GPUs only — with float32 master weights, save the gathered weights (every
-    tensor moved), and a second launch resumes from the checkpoint. zero.Init's save-and-restore of every module
-    class's __init__ leaves the patches on them applied."""
+    tensor moved), and a second launch resumes from the checkpoint (FSDP1's resume once, by the fsdp case on
+    transformers 4). zero.Init's save-and-restore of every module class's __init__ leaves the patches on them
+    applied."""
     import torch
     from safetensors.torch import load_file
 
@@ -152,6 +153,8 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
             assert counts["FSDP1: sync_module_states broadcast over the CPU group (gloo)"] == 2, counts
         if launch == "fsdp1":
             assert counts["FSDP1: cpu_offload of parameters on the CPU already: left off"] == 2, counts
+    if launch == "fsdp1":
+        return  # FSDP1's resume: the fsdp case on transformers 4 (the 0.4.0 session), accelerate's same FSDP1 loader
     resumed = run_command(command + ["--max_steps", "3"], env=clean_environment(), step=f"the {launch} launch resumed")
     assert_ok(resumed)
     assert resumed.stdout.count(f"{trained_under}, resumed True, step 3") == 2, resumed.stdout
@@ -370,6 +373,8 @@ def test_no_part_starts_where_a_gpu_is_unless_asked(build):
     state, rehearsed = kept_off.stdout.strip().splitlines()[-2:]
     assert state.startswith("not-needed |") and state.count("CUDA is available here") == 6, state
     assert rehearsed == "[]", rehearsed
+    if build == "rocm":
+        return  # asked for anyway, the rehearsal starts the same for either build (checked once, on CUDA's)
     asked = run_python(code, env=clean_environment(ZEROPATCH_REHEARSAL_ON_GPU="1"))
     assert_ok(asked)
     state, rehearsed = asked.stdout.strip().splitlines()[-2:]
