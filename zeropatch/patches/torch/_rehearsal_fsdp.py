@@ -15,8 +15,6 @@ import os
 from zeropatch._core import Skip
 from zeropatch.patches.torch._rehearsal_record import count
 
-TRUE_TEXTS = ("y", "yes", "t", "true", "on", "1")  # accelerate's spellings of a true environment variable
-
 
 def fsdp_on_the_cpu(patcher, state):
     """The multi-CPU state takes the FSDP plugin the launch asks for, as accelerate's GPU branch does; the plugin's
@@ -75,8 +73,10 @@ def _syncs_module_states(plugin):
     environment variable, which the HF Trainer of transformers 4 sets."""
     if plugin.sync_module_states is not None:
         return bool(plugin.sync_module_states)
+    from accelerate.utils.environment import str_to_bool
+
     version = plugin.fsdp_version or os.environ.get("FSDP_VERSION", "1")
-    return str(version) == "1" and os.environ.get("FSDP_SYNC_MODULE_STATES", "").lower() in TRUE_TEXTS
+    return str(version) == "1" and str_to_bool(os.environ.get("FSDP_SYNC_MODULE_STATES", "False")) == 1
 
 
 def _materialised_on_the_cpu(module):
