@@ -47,10 +47,8 @@ def pytest_sessionfinish(session):
         session.config.pluginmanager.get_plugin("terminalreporter").write_line(over_budget, red=True)
 
 
-TESTED_LIBRARY = {  # files not named after a patch, and tests about another library than their file's patch: the
-    # Trainer's ZeRO-3 and FSDP launches (the slowest two) run where transformers is not today's, as its patches' do
-    "test_colossalai": "colossalai", "test_hf_local_rank": "transformers",
-    "test_cpu_rehearsal::test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks": "transformers"}
+TESTED_LIBRARY = {  # files not named after a patch, and tests about another library than their file's patch
+    "test_colossalai": "colossalai", "test_hf_local_rank": "transformers"}
 
 
 def tested_library(item, packages):

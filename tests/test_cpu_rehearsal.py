@@ -80,6 +80,39 @@ def test_accelerate_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path, d
     assert counts["Tensor.pin_memory()"] and counts["Tensor.cuda()"], counts
 
 
+FSDP1_PLUGINS = '''
+import os, sys
+from accelerate.utils import FullyShardedDataParallelPlugin as Plugin
+for given, variables in [({"sync_module_states": True}, {}), ({"cpu_ram_efficient_loading": True}, {}),
+                         ({"cpu_ram_efficient_loading": True, "sync_module_states": False}, {}),
+                         ({}, {"FSDP_SYNC_MODULE_STATES": "true", "FSDP_CPU_RAM_EFFICIENT_LOADING": "true"})]:
+    for name in ("FSDP_SYNC_MODULE_STATES", "FSDP_CPU_RAM_EFFICIENT_LOADING"):
+        os.environ.pop(name, None)
+    os.environ.update(variables)
+    plugin = Plugin(**given)
+    told = os.environ.get("FSDP_CPU_RAM_EFFICIENT_LOADING", "").lower()
+    print("plugin", plugin.sync_module_states, plugin.cpu_ram_efficient_loading, told in ("true", "1"),
+          plugin.param_init_fn.__name__, flush=True)
+'''
+
+
+@requires("accelerate")
+def test_fsdp1_plugins_that_sync_module_states_materialise_meta_parameters_on_the_cpu():
+    """accelerate's FSDP1 plugin with sync_module_states given, or turned on by cpu_ram_efficient_loading (given or
+    from the launcher's variables), looks for a GPU to materialise meta parameters on; rehearsed, it takes the CPU,
+    and keeps both settings and what it tells transformers (FSDP_CPU_RAM_EFFICIENT_LOADING) as on a GPU."""
+    plain = run_python(FSDP1_PLUGINS, env=clean_environment())
+    assert plain.returncode != 0 and "There are currently no available devices found" in plain.stderr, plain.stderr
+    rehearsed = run_command(REHEARSE + [sys.executable, "-c", FSDP1_PLUGINS], env=clean_environment())
+    assert_ok(rehearsed)
+    lines = [line for line in rehearsed.stdout.splitlines() if line.startswith("plugin ")]
+    efficient = "True" if distribution_version("accelerate") >= (1, 12) else "False"  # 1.12 passes one given on
+    assert lines == ["plugin True False False _materialised_on_the_cpu",
+                     f"plugin True True {efficient} _materialised_on_the_cpu",
+                     f"plugin True True {efficient} _materialised_on_the_cpu",
+                     "plugin True True True _materialised_on_the_cpu"], rehearsed.stdout
+
+
 ZERO3 = {"bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto",
          "gradient_accumulation_steps": "auto",  # the shape of LLaVA-1.5's scripts/zero3.json
          "zero_optimization": {"stage": 3, "overlap_comm": True, "contiguous_gradients": True,
@@ -97,6 +130,7 @@ TRAINER_LAUNCHES = {  # the HF Trainer's sharded launches -> (options, what each
 }
 
 
+@pytest.mark.release_sweep  # two launches of two ranks each, 30-40 s a case: run by the deepspeed stack's sweep
 @requires("transformers", "deepspeed", "safetensors")
 @pytest.mark.parametrize("launch", list(TRAINER_LAUNCHES))
 def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tmp_path, launch):
@@ -106,9 +140,9 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
     partitioned (DeepSpeed's zero.Init), or under FSDP over gloo (accelerate alone would wrap the model in DDP on
     the CPU): FSDP2 for transformers 5's --fsdp, FSDP1 for 4's and for fsdp_config version 1, whose default
     sync_module_states torch takes on GPUs only — with float32 master weights, save the gathered weights (every
-    tensor moved), and a second launch resumes from the checkpoint (FSDP1's resume once, by the fsdp case on
-    transformers 4). zero.Init's save-and-restore of every module class's __init__ leaves the patches on them
-    applied."""
+    tensor moved), and a second launch resumes from the checkpoint. zero.Init's save-and-restore of every module
+    class's __init__ leaves the patches on them applied. The release sweep runs it (the deepspeed stack: each
+    DeepSpeed / accelerate / transformers triple, transformers 4.51.3 and 5.23.0), not the test sessions."""
     import torch
     from safetensors.torch import load_file
 
@@ -153,8 +187,6 @@ def test_the_trainers_sharded_launches_train_save_and_resume_on_two_cpu_ranks(tm
             assert counts["FSDP1: sync_module_states broadcast over the CPU group (gloo)"] == 2, counts
         if launch == "fsdp1":
             assert counts["FSDP1: cpu_offload of parameters on the CPU already: left off"] == 2, counts
-    if launch == "fsdp1":
-        return  # FSDP1's resume: the fsdp case on transformers 4 (the 0.4.0 session), accelerate's same FSDP1 loader
     resumed = run_command(command + ["--max_steps", "3"], env=clean_environment(), step=f"the {launch} launch resumed")
     assert_ok(resumed)
     assert resumed.stdout.count(f"{trained_under}, resumed True, step 3") == 2, resumed.stdout

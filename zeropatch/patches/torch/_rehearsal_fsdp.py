@@ -52,31 +52,53 @@ def fsdp_on_the_cpu(patcher, state):
     return "; the FSDP the launch asks for"
 
 
+EFFICIENT_LOADING = "FSDP_CPU_RAM_EFFICIENT_LOADING"  # what accelerate tells transformers (rank 0 loads the weights)
+
+
 def _meta_parameters_to_the_cpu(wrapped, instance, args, kwargs):
     """The plugin's ``sync_module_states`` on a machine without an accelerator: the function that materialises meta
-    parameters puts them on the CPU, where accelerate would put them on the current GPU."""
+    parameters puts them on the CPU, where accelerate would put them on the current GPU. ``cpu_ram_efficient_loading``,
+    which turns ``sync_module_states`` on, is held off during the call too, and accelerate's environment variable for
+    transformers left as accelerate leaves it."""
     import torch
 
     if torch.accelerator.is_available() or not _syncs_module_states(instance):
         return wrapped(*args, **kwargs)
-    instance.sync_module_states = False
+    loading_given = getattr(instance, "cpu_ram_efficient_loading", None)
+    efficient, told = _flag(instance, "cpu_ram_efficient_loading", EFFICIENT_LOADING), os.environ.get(EFFICIENT_LOADING)
+    instance.sync_module_states = instance.cpu_ram_efficient_loading = False
     try:
         wrapped(*args, **kwargs)
     finally:
-        instance.sync_module_states = True
+        instance.sync_module_states, instance.cpu_ram_efficient_loading = True, efficient
+        if os.environ.get(EFFICIENT_LOADING) != told:  # accelerate >= 1.12 passes a value given on
+            _put_back(EFFICIENT_LOADING, str(loading_given) if loading_given is not None else told)
     instance.param_init_fn = _materialised_on_the_cpu
     count("accelerate: FSDP's sync_module_states materialises meta parameters on the CPU")
 
 
 def _syncs_module_states(plugin):
-    """The plugin's ``sync_module_states`` as its ``__post_init__`` reads it: the value given, else (FSDP1) accelerate's
-    environment variable, which the HF Trainer of transformers 4 sets."""
-    if plugin.sync_module_states is not None:
-        return bool(plugin.sync_module_states)
+    """Whether the plugin's ``__post_init__`` turns FSDP1's ``sync_module_states`` on: given, from accelerate's
+    environment variable (which the HF Trainer sets), or for ``cpu_ram_efficient_loading``. accelerate < 1.6 has
+    FSDP1 only (no ``fsdp_version``)."""
+    version = getattr(plugin, "fsdp_version", 1) or os.environ.get("FSDP_VERSION", "1")
+    return str(version) == "1" and (_flag(plugin, "sync_module_states", "FSDP_SYNC_MODULE_STATES")
+                                    or _flag(plugin, "cpu_ram_efficient_loading", EFFICIENT_LOADING))
+
+
+def _flag(plugin, attribute, variable):
+    """A boolean field of the plugin as its ``__post_init__`` reads it: the value given, else the variable."""
     from accelerate.utils.environment import str_to_bool
 
-    version = plugin.fsdp_version or os.environ.get("FSDP_VERSION", "1")
-    return str(version) == "1" and str_to_bool(os.environ.get("FSDP_SYNC_MODULE_STATES", "False")) == 1
+    given = getattr(plugin, attribute, None)
+    return bool(given) if given is not None else str_to_bool(os.environ.get(variable, "False")) == 1
+
+
+def _put_back(variable, value):
+    if value is None:
+        os.environ.pop(variable, None)
+    else:
+        os.environ[variable] = value
 
 
 def _materialised_on_the_cpu(module):
