@@ -15,8 +15,12 @@
   which tensorboardX brings);
   colossalai 0.5.0; mmcv 1.7.0 (PixArt-alpha's pin, built with setuptools < 70, see
   patches/mmcv_yapf). The versions it got are printed first.
-- ``sweep``: the release sweep behind README's compatibility table (``python3 -m nox -s sweep``).
+- ``sweep``: the release sweep behind the documentation's compatibility table (``python3 -m nox -s sweep``).
 - ``example``: the main job (on the ``today`` stack: its script imports torchvision).
+- ``docs``: the documentation site (MkDocs with Material), built strict into build/site: the catalogue is written from
+  the patch declarations (tools/docs_hooks.py), and a broken link, a missing page or a stale changelog list fails it.
+- ``package``: the release artefacts: wheel and sdist built (``python -m build``), ``twine check``, the wheel installed
+  into an empty environment where ``zeropatch --version`` and the start-up hook answer.
 - ``peer_suites``: the libraries' own test suites with zeropatch off and on (``python3 -m nox -s peer_suites``; not CI):
   every difference is listed with its reason in compat/peer_suites/, or the run fails (tools/peer_suite.py).
 
@@ -43,7 +47,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["today", "tests"]
+nox.options.sessions = ["today", "tests", "docs", "package"]
 nox.options.reuse_existing_virtualenvs = True
 
 CONSTRAINTS = ("-c", "tests/constraints.txt")
@@ -177,6 +181,38 @@ RECORD_RELEASES = ("import importlib.metadata as m, json, sys; json.dump({d.meta
                    "d.version for d in m.distributions()}, open(sys.argv[1], 'w'), indent=1, sort_keys=True)")
 
 
+DOCS_TOOLS = ("mkdocs==1.6.1", "mkdocs-material==9.8.2")
+
+
+@nox.session
+def docs(session):
+    """The documentation site, built strict into build/site (about a minute with its set-up)."""
+    session.install(*DOCS_TOOLS)
+    session.run("python", "tools/write_changelog.py", "--check")
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})  # (Material's notice of its successor)
+
+
+HOOK_ACTIVE = "import sys; sys.exit(0 if 'zeropatch' in sys.modules else 'the start-up hook did not activate zeropatch')"
+
+
+@nox.session
+def package(session):
+    """The wheel and the sdist, ready to publish (nothing is published from here): built, checked by twine, and the
+    wheel installed into an empty environment, where the command and the start-up hook answer."""
+    session.install("build", "twine")
+    out = os.path.join(session.create_tmp(), "dist")
+    for old in glob.glob(os.path.join(out, "*")):
+        os.remove(old)
+    session.run("python", "-m", "build", "--outdir", out, ".")
+    session.run("twine", "check", "--strict", *sorted(glob.glob(os.path.join(out, "*"))))
+    empty = os.path.join(session.create_tmp(), "empty")
+    session.run("python", "-m", "venv", "--clear", empty)
+    python = os.path.join(empty, "bin", "python")
+    session.run(python, "-m", "pip", "install", "--quiet", *glob.glob(os.path.join(out, "*.whl")), external=True)
+    session.run(os.path.join(empty, "bin", "zeropatch"), "--version", external=True)
+    session.run(python, "-c", HOOK_ACTIVE, env={"ZEROPATCH": "1"}, external=True)
+
+
 @nox.session
 def example(session):
     """The main job: the legacy training script, breakage by breakage, then whole under `zeropatch run`."""
@@ -246,7 +282,7 @@ SWEEP_REFERENCES = {"pillow": [PILLOW_9], "torchaudio": ["torchaudio==2.8.0"]}  
 @nox.parametrize("stack", list(SWEEP_BASES))
 def sweep(session, stack):
     """The release sweep (about an hour on 2 cores): every patch's repro and tests on each release its claims name,
-    then README's compatibility table, written from the results (compat/results/) by tools/compat_table.py."""
+    then the documentation's compatibility table (docs/compatibility.md), written from the results (compat/results/) by tools/compat_table.py."""
     constraints = CONSTRAINTS if stack not in ("torchvision", "torchaudio", "torch_releases", "timm") else ()
     session.install(*SWEEP_BASES[stack], "wrapt", "pytest", "pytest-timeout")
     if stack == "yapf":
@@ -264,7 +300,7 @@ def sweep(session, stack):
 
 @nox.session
 def compat_table(session):
-    """README's compatibility table and each patch README's verified releases, from the sweep's results."""
+    """The documentation's compatibility table and each patch README's verified releases, from the sweep's results."""
     session.install(".")
     session.run("python", "tools/compat_table.py")
 

@@ -228,3 +228,60 @@ def test_job_report_sums_what_patches_did_and_skips_those_that_did_nothing(tmp_p
     assert "  hf_trainer_overrides: called as 4.x; summed over the processes:" in lines
     assert "    A.compute_loss x1" in lines
     assert "  hf_checkpoint_dtype: not known to be legacy" in lines
+
+def test_job_report_counts_what_was_not_reached_or_not_needed_and_lists_it_on_request(tmp_path):
+    """Library-free: the short report keeps what applied and what failed or was skipped; the patches not needed or
+    never reached are counted on one line, and listed with --report all (everything=True)."""
+    from zeropatch import _job, _status
+
+    patches = [{"name": "torch_load", "state": "applied", "reason": "patched torch"},
+               {"name": "numpy_aliases", "state": "not-needed", "reason": "numpy 1.23 has the aliases"},
+               {"name": "timm_layers", "state": "waiting", "reason": "applies when timm is imported"},
+               {"name": "yaml_load", "state": "skipped", "reason": "yaml.load changed"}]
+    record = {"pid": 1, "rank": None, "argv": ["train.py"], "patches": patches, "reports": {}, "error": None}
+    (tmp_path / f"1{_status.RECORD_SUFFIX}").write_text(repr(record))
+    report = _job.gather(str(tmp_path), ["train.py"], 0)
+    short = _job.summary_lines(report)
+    assert "  applied: torch_load (in 1)" in short and "  skipped: yaml_load: yaml.load changed" in short, short
+    assert not any("numpy_aliases" in line or "timm_layers" in line for line in short), short
+    assert any(line.startswith("  also 1 not needed and 1 not reached") and "--report all" in line
+               for line in short), short
+    everything = _job.summary_lines(report, everything=True)
+    assert "  not-needed: numpy_aliases: numpy 1.23 has the aliases" in everything, everything
+    assert "  not reached (their targets were never imported): timm_layers" in everything, everything
+    assert not any(line.startswith("  also ") for line in everything), everything
+
+
+def test_run_explains_the_exception_a_failed_job_died_of(tmp_path):
+    """A job that dies of an uncaught exception: the report names the process, the exception's last line and what
+    `zeropatch explain` says about it (here: the patch that fixes it, its state in this job, how to turn it on); the
+    JSON report keeps the traceback's end. The exception is still printed by Python as before."""
+    script = write(tmp_path / "train.py", "def build():\n"
+                                          "    raise AttributeError(\"'DummyOptim' object has no attribute 'param_groups'\")\n"
+                                          "build()\n")
+    report = tmp_path / "report.json"
+    result = run_command(ZEROPATCH + ["run", "--", sys.executable, script], env=clean_environment(ZEROPATCH_REPORT=report))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback (most recent call last)" in result.stderr, result.stderr  # Python's own print, untouched
+    summary = result.stderr[result.stderr.index("zeropatch: job report"):]
+    assert "  the job failed (exit 1):" in summary, summary
+    assert re.search(r"    pid \d+: AttributeError: 'DummyOptim' object has no attribute 'param_groups'", summary), summary
+    assert "      zeropatch explain:" in summary and "      ds_scheduler: " in summary, summary
+    assert "        here: not reached in this job (its targets were never imported)" in summary, summary
+    errors = json.loads(report.read_text())["errors"]
+    assert len(errors) == 1 and 'line 2, in build' in errors[0]["error"], errors
+
+
+def test_run_says_when_a_failed_job_left_no_exception(tmp_path):
+    script = write(tmp_path / "train.py", "import sys\nsys.exit(3)\n")
+    result = run_command(ZEROPATCH + ["run", "--", sys.executable, script])
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "the job failed (exit 3); no Python process of it died of an uncaught exception" in result.stderr, result.stderr
+
+
+def test_version_is_the_package_version():
+    import zeropatch
+
+    result = run_command(ZEROPATCH + ["--version"])
+    assert_ok(result)
+    assert result.stdout.strip() == f"zeropatch {zeropatch.__version__}", result.stdout

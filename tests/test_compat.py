@@ -1,5 +1,5 @@
 """Claims are runs: every release a patch's `affected` versions name was run by the release sweep (compat/results,
-from `nox -s sweep`) to a real outcome, and README.md's compatibility table and the patch READMEs' verified releases
+from `nox -s sweep`) to a real outcome, and the documentation's compatibility table (docs/compatibility.md) and the patch READMEs' verified releases
 are exactly what those results say (tools/compat_table.py writes them; nobody edits them by hand)."""
 
 import json

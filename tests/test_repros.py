@@ -321,11 +321,9 @@ def reported_states(report, name):
 def test_every_patch_has_a_repro_and_a_readme():
     from zeropatch._core import valid_names
 
-    readme = (ROOT / "README.md").read_text()
     for name in valid_names():
         assert (ROOT / "patches" / name / "README.md").is_file(), name
         assert (ROOT / "patches" / name / "repro.py").is_file(), name
-        assert f"[`{name}`](patches/{name}/README.md)" in readme and f"\n### {name}" in readme, name
     assert set(REPROS) == set(valid_names())
 
 

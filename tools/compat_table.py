@@ -1,4 +1,4 @@
-"""Write README.md's compatibility table and each patch README's "Verified releases" section from the release sweep's
+"""Write the documentation's compatibility table (docs/compatibility.md) and each patch README's "Verified releases" section from the release sweep's
 results (compat/results/*.json, written by tools/sweep.py). Never edit those sections by hand.
 
   python tools/compat_table.py           rewrite the sections
@@ -11,6 +11,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE_PAGE = os.path.join(ROOT, "docs", "compatibility.md")
 README_START, README_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
 PATCH_START, PATCH_END = "<!-- verified-releases:start -->", "<!-- verified-releases:end -->"
 STACK_PACKAGE = {"colossalai": "colossalai", "deepspeed": "deepspeed", "transformers": "transformers", "pandas": "pandas",
@@ -96,7 +97,7 @@ def readme_section(results):
 
 
 def patch_section(results, patch):
-    lines = [PATCH_START, "From the release sweep (written by `tools/compat_table.py`; see README.md's compatibility table):",
+    lines = [PATCH_START, "From the release sweep (written by `tools/compat_table.py`; see the documentation's compatibility table):",
              ""]
     found = False
     for stack, result in results.items():
@@ -123,11 +124,11 @@ def rewritten():
     if not results:
         return {}
     files = {}
-    readme = os.path.join(ROOT, "README.md")
+    readme = TABLE_PAGE
     text = open(readme).read()
     new = replace_between(text, README_START, README_END, readme_section(results))
     if new is None:
-        raise SystemExit(f"README.md has no {README_START} ... {README_END} section")
+        raise SystemExit(f"docs/compatibility.md has no {README_START} ... {README_END} section")
     files[readme] = new
     for path in sorted(glob.glob(os.path.join(ROOT, "patches", "*", "README.md"))):
         patch = os.path.basename(os.path.dirname(path))

@@ -10,7 +10,7 @@ repository at the tag of the installed release; where GitHub cannot be reached, 
 (bare) copy of that repository, or ZEROPATCH_PEER_TESTS a folder holding the repository's test files gathered
 elsewhere (the results then name it as their source, in place of the tag).
 
-The counts go to compat/peer_suites/<suite>-results.json, which README.md's figures quote.
+The counts go to compat/peer_suites/<suite>-results.json, which the documentation's figures (docs/figures.md) quote.
 """
 
 import importlib

@@ -10,7 +10,7 @@ For each release it installs the target (a release that cannot be installed, or 
 recorded as such, with the reason), runs pytest, and records per patch: the repro's outcome ("verified": fails without zeropatch,
 passes with it, the patch applied; "not-needed": passes without, the patch reported not-needed; "applied, not
 forced": see gloo_exit), or FAILED with the test that failed; and how its tests went. Results go to
-compat/results/STACK.json; tools/compat_table.py writes README.md's table from them.
+compat/results/STACK.json; tools/compat_table.py writes the documentation's table (docs/compatibility.md) from them.
 """
 
 import datetime

@@ -8,13 +8,13 @@ import subprocess
 import sys
 import textwrap
 
-from zeropatch import _core, _job
-from zeropatch._dead_ends import dead_ends_for_error
+import zeropatch
+from zeropatch import _core, _explain, _job
+from zeropatch._explain import REHEARSAL
 
 VERSIONED = ("torch", "torchvision", "colossalai", "deepspeed", "accelerate", "transformers", "pandas", "numpy",
              "setuptools", "wrapt")
 REASON_MIN_WIDTH = 48  # the longest module name in a reason fits unbroken
-REHEARSAL = "cpu_rehearsal"
 
 
 def detected_versions():
@@ -57,18 +57,6 @@ def cmd_status(args):
     return 0
 
 
-def how_to_turn_on(patch):
-    if patch.name == REHEARSAL:
-        return ["rehearse the job on this machine's CPU: `zeropatch run --cpu -- torchrun ... train.py ...`"]
-    selection = "1" if patch.default else f"all,{patch.name}"
-    if patch.default:
-        first = "add `import zeropatch` at the top of the script (a default patch), or"
-    else:
-        first = f"add `import zeropatch; zeropatch.install({patch.name!r})` (an opt-in patch), or"
-    return [first, f"run with `zeropatch run --patches {selection} -- python train.py ...`, or",
-            f"set ZEROPATCH={selection} in the environment"]
-
-
 def cmd_explain(args):
     if args.text and args.text != ["-"]:
         text = " ".join(args.text)
@@ -79,23 +67,9 @@ def cmd_explain(args):
         return 2
     else:
         text = sys.stdin.read()
-    patches = _core.patches_for_error(text)
-    for patch, advice in _core.advice_for_error(text):
-        print(f"No patch can fix this ({patch.package} drift known to {patch.name}): {advice}")
-    for module, advice in dead_ends_for_error(text):
-        print(f"No patch can fix this ({module} has no build for the installed torch): {advice}")
-    if not patches:
-        print("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
-        return 1
-    for patch in patches:
-        record = _core.status(patch.name)[0]
-        print(f"{patch.name}: {patch.summary}")
-        print(f"  affected: {record.versions}")
-        print(f"  here: {record.state} ({record.reason})")
-        print("  turn it on:")
-        for line in how_to_turn_on(patch):
-            print(f"    {line}")
-    return 0
+    lines, fixed = _explain.explanation(text)
+    print("\n".join(lines))
+    return 0 if fixed else 1
 
 
 def cmd_bootstrap_path(args):
@@ -127,7 +101,7 @@ def cmd_run(args):
         chosen = patches if patches is not None else os.environ.get(_core.ENV_SELECT, "").strip()
         patches = ",".join(part for part in (chosen if chosen not in ("", "0") else "1", REHEARSAL) if part)
         os.environ[_core.ENV_REHEARSAL_ON_GPU] = "1"
-    return _job.run(command, patches)
+    return _job.run(command, patches, everything=args.report == "all")
 
 
 def cmd_check(args):
@@ -164,6 +138,7 @@ def _python_release(text):
 
 def parser():
     root = argparse.ArgumentParser(prog="zeropatch", description=__doc__)
+    root.add_argument("--version", action="version", version=f"zeropatch {zeropatch.__version__}")
     commands = root.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
     status = commands.add_parser("status", help="patches, their states and the detected library versions")
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -175,6 +150,9 @@ def parser():
     run.add_argument("--patches", help="comma list of patches (default: ZEROPATCH, else the default set)")
     run.add_argument("--cpu", action="store_true",
                      help=f"rehearse a GPU job on the CPU: adds {REHEARSAL} (and what it brings) to the patches")
+    run.add_argument("--report", choices=_job.REPORT_CHOICES, default="short",
+                     help="the job report: short (what applied, what the patches did and decided, a failure explained; "
+                          "the default) or all (also every patch not reached or not needed)")
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(handler=cmd_run)
     check = commands.add_parser("check", help="what will break, before the job is queued: reads a script or a repository "

@@ -40,14 +40,15 @@ class Patch:
     for the job report, or None when it did nothing worth a line there. ``looks_for``: what in a repository's code or
     launch files meets this drift, for ``zeropatch check PATH`` to find without running it (``import torch._six``,
     ``name numpy.float``, ``call transformers.Trainer with tokenizer``, ``override transformers.Trainer
-    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_signatures.py``).
+    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_signatures.py``). ``since``: the
+    zeropatch release that brought the patch (the changelog and the documentation's catalogue are written from it).
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
-                 "unfixable", "brings", "report", "looks_for")
+                 "unfixable", "brings", "report", "looks_for", "since")
 
     def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
-                 unfixable=(), brings=(), report=None, looks_for=()):
+                 unfixable=(), brings=(), report=None, looks_for=(), since=None):
         self.name = name
         self.summary = summary
         self.package = package
@@ -61,6 +62,7 @@ class Patch:
         self.brings = tuple(brings)
         self.report = report
         self.looks_for = tuple(looks_for)
+        self.since = since
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)

@@ -2,8 +2,11 @@
 which patches applied (or were skipped, and why) in those processes.
 
 Each process of the job writes its own records into a folder made for the job (ZEROPATCH_RUN_DIR, see
-``_core.report_to_job``); when the command ends, they are summarised once, and written as JSON to
-ZEROPATCH_REPORT if it is set. The command's exit code, or the signal that ended it, is passed through.
+``_core.report_to_job``), with its uncaught exception if it died of one; when the command ends, they are summarised
+once — what applied, what the patches did and decided, and for a failed job its last exception with what ``explain``
+says about it (``--report all`` adds every patch that was not reached or not needed) — and written whole as JSON to
+ZEROPATCH_REPORT if it is set. The command's exit code, or the signal that ended it, is passed through. The child's
+output is never read or piped: its terminal stays its own.
 """
 
 import ast
@@ -15,11 +18,13 @@ import subprocess
 import sys
 import tempfile
 
-from zeropatch import _core, _status
+from zeropatch import _core, _explain, _status
 
 FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 ENV_REPORT = "ZEROPATCH_REPORT"
 STATE_ORDER = (_core.APPLIED, _core.FAILED, _core.SKIPPED, _core.NOT_NEEDED, _core.WAITING, _core.DISABLED)
+REPORT_CHOICES = ("short", "all")  # `zeropatch run --report`: short leaves out what was not reached or not needed
+ERRORS_SHOWN = 3  # distinct uncaught exceptions a failed job's report explains
 
 
 def bootstrap_path():
@@ -85,8 +90,10 @@ def gather(run_dir, command, returncode):
             for what, count in report["counts"].items():
                 entry["counts"][what] = entry["counts"].get(what, 0) + count
                 entry["first"].setdefault(what, report["first"].get(what))
+    errors = [{"pid": process["pid"], "rank": process["rank"], "argv": process["argv"], "error": process["error"]}
+              for process in processes if process.get("error")]
     return {"command": command, "returncode": returncode, "processes": processes, "patches": patches,
-            "reports": reports}
+            "reports": reports, "errors": errors}
 
 
 def _decisive_state(states):
@@ -99,8 +106,10 @@ def report_lines(done, indent="    "):
             for what, count in sorted(done["counts"].items(), key=lambda item: -item[1])]
 
 
-def summary_lines(report):
-    """The human summary: applied patches with their process counts, then what did not apply and why."""
+def summary_lines(report, everything=False):
+    """The human summary: applied patches with their process counts, failures and skips with their reasons, what the
+    patches did and decided; for a failed job, its uncaught exceptions explained. ``everything``: also the patches
+    that were not needed or never reached (otherwise counted on one line)."""
     processes = report["processes"]
     ranks = sorted({str(process["rank"]) for process in processes if process["rank"] is not None},
                    key=lambda rank: (not rank.isdigit(), int(rank) if rank.isdigit() else 0, rank))
@@ -108,7 +117,7 @@ def summary_lines(report):
     lines = [f"zeropatch: job report: {len(processes)} Python {noun}" + (f" (ranks {', '.join(ranks)})" if ranks else "")]
     if not processes:
         lines.append("  no Python process of the job had zeropatch active")
-        return lines
+        return lines + failure_lines(report)
     by_state = {}
     for name, entry in report["patches"].items():
         by_state.setdefault(_decisive_state(entry["states"]), []).append((name, entry))
@@ -117,7 +126,7 @@ def summary_lines(report):
         lines.append("  applied: " + ", ".join(f"{name} (in {entry['states'][_core.APPLIED]})" for name, entry in applied))
     else:
         lines.append("  applied: none")
-    for state in (_core.FAILED, _core.SKIPPED, _core.NOT_NEEDED):
+    for state in (_core.FAILED, _core.SKIPPED) + ((_core.NOT_NEEDED,) if everything else ()):
         for name, entry in by_state.get(state, []):
             reasons = "; ".join(entry["reasons"])
             lines.append(f"  {state}: {name}: {reasons}")
@@ -126,12 +135,56 @@ def summary_lines(report):
         lines.append(f"  {name}: {done['note']}" + ("; summed over the processes:" if counted else ""))
         lines += counted
     waiting = [name for name, _ in by_state.get(_core.WAITING, [])]
-    if waiting:
+    if everything and waiting:
         lines.append(f"  not reached (their targets were never imported): {', '.join(waiting)}")
+    left_out = [f"{len(by_state[state])} {text}" for state, text in ((_core.NOT_NEEDED, "not needed"),
+                                                                      (_core.WAITING, "not reached"))
+                if by_state.get(state) and not everything]
+    if left_out:
+        lines.append(f"  also {' and '.join(left_out)} (their targets' releases lack the drift, or were never "
+                     "imported): `zeropatch run --report all` lists them")
+    return lines + failure_lines(report)
+
+
+def failure_lines(report):
+    """For a failed job: each distinct uncaught exception of its processes (workers first), what ``explain`` says."""
+    if report["returncode"] == 0:
+        return []
+    errors = sorted(report.get("errors", []), key=lambda error: error["rank"] is None)  # a worker's before its launcher's
+    if not errors:
+        return [f"  the job failed (exit {report['returncode']}); no Python process of it died of an uncaught "
+                "exception: its output above says why"]
+    distinct = {}
+    for error in errors:
+        distinct.setdefault(error["error"].rstrip().split("\n")[-1], []).append(error)
+    lines = [f"  the job failed (exit {report['returncode']}):"]
+    for last_line, found in list(distinct.items())[:ERRORS_SHOWN]:
+        where = ", ".join(f"rank {error['rank']}" if error["rank"] is not None else f"pid {error['pid']}"
+                          for error in found)
+        lines.append(f"    {where}: {last_line}")
+        explained, _ = _explain.explanation(found[0]["error"], here=_job_state(report))
+        lines += [f"      {line}" for line in ["zeropatch explain:", *explained]]
+    if len(distinct) > ERRORS_SHOWN:
+        lines.append(f"    and {len(distinct) - ERRORS_SHOWN} more (ZEROPATCH_REPORT has them all)")
     return lines
 
 
-def run(command, patches, stderr=sys.stderr):
+def _job_state(report):
+    """A patch's state in this job, for ``explain``'s lines: its decisive state over the processes, with the reasons."""
+    def here(patch):
+        entry = report["patches"].get(patch.name)
+        affected = f"{patch.package} {patch.affected}"
+        if entry is None:
+            return affected, "not active in this job"
+        state = _decisive_state(entry["states"])
+        if state == _core.WAITING:
+            return affected, "not reached in this job (its targets were never imported)"
+        reasons = "; ".join(entry["reasons"])
+        return affected, f"{state} in this job" + (f" ({reasons})" if reasons else "")
+    return here
+
+
+def run(command, patches, stderr=sys.stderr, everything=False):
     """Run ``command``; returns its exit code (or re-raises the signal that ended it) after the report."""
     run_dir = tempfile.mkdtemp(prefix="zeropatch-run-")
     try:
@@ -147,7 +200,7 @@ def run(command, patches, stderr=sys.stderr):
         report = gather(run_dir, command, returncode)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    print("\n".join(summary_lines(report)), file=stderr)
+    print("\n".join(summary_lines(report, everything)), file=stderr)
     destination = os.environ.get(ENV_REPORT)
     if destination:
         try:

@@ -10,7 +10,7 @@ from zeropatch._contract import APPLIED, FAILED, NOT_NEEDED, SKIPPED, NotNeeded,
 from zeropatch._hooks import _WATCHER, _forget_provided, _unwatch, _watch, is_provided
 from zeropatch._log import _rank, logger, warn_once
 from zeropatch._patcher import Patcher
-from zeropatch._status import report_to_job
+from zeropatch._status import record_uncaught_exceptions, report_to_job
 from zeropatch._versions import installed_version
 
 def _target_version(patch, module):
@@ -163,6 +163,7 @@ def activate_from_environment():
         import atexit
 
         atexit.register(report_to_job)
+        record_uncaught_exceptions()
     try:
         install()
     except PatchError:

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 
-from zeropatch._cli import REHEARSAL
+from zeropatch._explain import REHEARSAL
 from zeropatch._pins import find_pin
 from zeropatch._registry import _registry
 from zeropatch._scan import REMOVED_IN, scan

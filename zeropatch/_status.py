@@ -11,6 +11,26 @@ from zeropatch._registry import _registry
 from zeropatch._versions import installed_version
 
 RECORD_SUFFIX = ".record"  # a process's job record: a dict of strings, numbers, lists and dicts, as a Python literal
+ERROR_LINES = 40  # the end of an uncaught exception's traceback that the job record keeps
+_UNCAUGHT = []  # this process's uncaught exception, as the end of its traceback's text, for the job record
+
+
+def record_uncaught_exceptions():
+    """Under `zeropatch run`: keep the text of this process's uncaught exception for its job record (the report then
+    says what ``explain`` says about it), then let the previous hook print it as before."""
+    previous = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        try:
+            import traceback as formatting
+
+            text = "".join(formatting.format_exception(kind, value, traceback))
+            _UNCAUGHT[:] = ["\n".join(text.rstrip("\n").split("\n")[-ERROR_LINES:])]
+        except Exception:  # whatever happens here, the exception is still printed
+            pass
+        previous(kind, value, traceback)
+
+    sys.excepthook = excepthook
 
 def report_to_job():
     """Under `zeropatch run`: leave this process's records in the job's folder (rewritten at each change of state
@@ -24,7 +44,8 @@ def report_to_job():
         record = {"pid": os.getpid(), "rank": os.environ.get("RANK"), "argv": sys.argv[:3],
                   "patches": [_record(entry, look_up_installed=False).as_dict() for entry in entries],
                   "reports": {entry.patch.name: entry.patch.report() for entry in entries
-                              if entry.patchers and entry.patch.report is not None}}
+                              if entry.patchers and entry.patch.report is not None},
+                  "error": _UNCAUGHT[0] if _UNCAUGHT else None}
         path = os.path.join(folder, f"{os.getpid()}{RECORD_SUFFIX}")
         with open(path + ".tmp", "w") as file:
             file.write(repr(record))

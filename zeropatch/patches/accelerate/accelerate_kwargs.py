@@ -82,6 +82,7 @@ def apply(patcher, accelerator_module):
 
 PATCH = Patch(
     "accelerate_kwargs",
+    since="0.3.0",
     summary="Accelerator(logging_dir=, dispatch_batches=, even_batches=, split_batches=, use_seedable_sampler=) take "
     "effect as in the last release that had them (split_batches is silently ignored since 1.0)",
     package="accelerate",

@@ -129,6 +129,7 @@ def apply(patcher, accelerate_deepspeed):
 
 PATCH = Patch(
     "ds_scheduler",
+    since="0.1.0",
     summary="a torch/diffusers LR scheduler built on accelerate's DummyOptim is deferred to DeepSpeed's real optimizer",
     package="accelerate",
     affected="1.0.1-1.15.0 (with DeepSpeed)",

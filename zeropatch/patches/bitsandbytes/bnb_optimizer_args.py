@@ -74,6 +74,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "bnb_optimizer_args",
+    since="0.4.0",
     summary="bitsandbytes optimizers take percentile_clipping=100 and block_wise=True again (the defaults; other "
     "values, asking for what 0.50 removed, are refused with what to do)",
     package="bitsandbytes",

@@ -183,6 +183,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "colossalai_cpu",
+    since="0.1.0",
     summary="run ColossalAI's LowLevelZero optimizer and HybridAdam / CPUAdam on CPU with gloo, for debugging and "
     "tests without GPUs",
     package="colossalai",

@@ -153,6 +153,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "colossalai_kwargs",
+    since="0.2.0",
     summary="keywords ColossalAI removed since 0.3.6 (ShardConfig, plugins, launch's config) mapped, dropped "
     "with a log line, or refused with what to use instead",
     package="colossalai",

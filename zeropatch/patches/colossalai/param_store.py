@@ -285,6 +285,7 @@ def apply(patcher, low_level_optim):
 
 PATCH = Patch(
     "param_store",
+    since="0.1.0",
     summary="legacy _param_store/_grad_store/_bucket_store on ColossalAI >= 0.4.1, and the new accessors on <= 0.4.0",
     package="colossalai",
     affected="0.3.9-0.4.0 (new API missing), 0.4.1-0.5.0 (legacy stores missing)",

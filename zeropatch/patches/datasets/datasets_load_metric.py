@@ -81,6 +81,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "datasets_load_metric",
+    since="0.4.0",
     summary="from datasets import load_metric (removed in 3.0) loads the metrics it loaded, through evaluate.load; "
     "dataset scripts stay refused",
     package="datasets",

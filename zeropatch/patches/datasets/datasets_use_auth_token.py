@@ -37,6 +37,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "datasets_use_auth_token",
+    since="0.4.0",
     summary="load_dataset(use_auth_token=...) / load_dataset_builder means token=... again on datasets >= 3.0 (the HF "
     "example scripts of 2021-2023)",
     package="datasets",

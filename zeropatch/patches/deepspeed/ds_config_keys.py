@@ -116,6 +116,7 @@ def apply(patcher, config_module):
 
 PATCH = Patch(
     "ds_config_keys",
+    since="0.3.0",
     summary="legacy ds_config keys (cpu_offload_params, cpu_offload_use_pin_memory, fp16 keys in a bf16 block, "
     "opt_level in fp16) mean what they meant instead of 'Extra inputs are not permitted'",
     package="deepspeed",

@@ -26,6 +26,7 @@ def apply(patcher, runner):
 
 PATCH = Patch(
     "ds_launcher_env",
+    since="0.1.0",
     summary="DeepSpeed's multi-node launcher forwards ZEROPATCH* variables to every node",
     package="deepspeed",
     affected="0.16.9-0.19.8 (EXPORT_ENVS lacks ZEROPATCH)",

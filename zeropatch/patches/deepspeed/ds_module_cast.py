@@ -82,6 +82,7 @@ def apply(patcher, engine_module):
 
 PATCH = Patch(
     "ds_module_cast",
+    since="0.4.0",
     summary="deepspeed.initialize with fp16 / bf16 casts the whole module again: ZeRO-3 parameters made after "
     "zero.Init (LLaVA's mm_projector) and, for legacy code, float buffers, as up to 0.19.1",
     package="deepspeed",

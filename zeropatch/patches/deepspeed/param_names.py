@@ -165,6 +165,7 @@ def apply(patcher, engine_module):
 
 PATCH = Patch(
     "param_names",
+    since="0.1.0",
     summary="DeepSpeed's param_names stays true after parameters are replaced (accelerate dispatch/offload); "
     "checkpoints save every weight",
     package="deepspeed",

@@ -73,6 +73,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "diffusers_gradient_checkpointing",
+    since="0.3.0",
     summary="ModelMixin subclasses with a legacy _set_gradient_checkpointing(module, value) override (Latte, "
     "Open-Sora-Plan) enable gradient checkpointing again on diffusers >= 0.33",
     package="diffusers",

@@ -169,6 +169,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "diffusers_legacy_names",
+    since="0.3.0",
     summary="what legacy DiT repos import from diffusers 0.2x on today's diffusers: CaptionProjection (with 0.24's "
     "state-dict keys), CombinedTimestepSizeEmbeddings, LORA_ATTENTION_PROCESSORS, the pre-0.26 module paths, "
     "numpy get_1d_sincos_pos_embed_from_grid for numpy callers",

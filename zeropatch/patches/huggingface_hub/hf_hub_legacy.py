@@ -173,6 +173,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_hub_legacy",
+    since="0.3.0",
     summary="huggingface_hub's removed cached_download, HfFolder, use_auth_token=, constants.hf_cache_home and "
     "utils._errors back on today's API, Repository importable (old diffusers pins and 2023 training scripts run)",
     package="huggingface_hub",

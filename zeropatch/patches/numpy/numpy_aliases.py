@@ -117,6 +117,7 @@ def apply(patcher, numpy):
 
 PATCH = Patch(
     "numpy_aliases",
+    since="0.3.0",
     summary="numpy's removed aliases (np.float, np.int, np.bool, np.object, np.float_, np.NaN, np.product, ...) back, "
     "each bound to what it meant before its removal",
     package="numpy",

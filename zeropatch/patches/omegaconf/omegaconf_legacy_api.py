@@ -75,6 +75,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "omegaconf_legacy_api",
+    since="0.4.0",
     summary="omegaconf 2.0's API (taming-transformers' main.py): cfg.pretty(), and missing keys read as None for "
     "code written for 2.0",
     package="omegaconf",

@@ -138,6 +138,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "openai_object",
+    since="0.4.0",
     summary="from openai import openai_object (stanford_alpaca's utils.py) works on openai >= 1.0: OpenAIObject as "
     "0.28's data type, not the 0.x API",
     package="openai",

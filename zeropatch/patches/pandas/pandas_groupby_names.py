@@ -30,6 +30,7 @@ def apply(patcher, window_module):
 
 PATCH = Patch(
     "pandas_groupby_names",
+    since="0.2.0",
     summary="pandas 3.1's ExpandingGroupBy / RollingGroupBy importable by their old names (pandarallel)",
     package="pandas",
     affected="3.1.0-3.1.1 (3.0.6 and older keep the old names)",

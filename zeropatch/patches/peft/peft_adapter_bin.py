@@ -68,6 +68,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "peft_adapter_bin",
+    since="0.4.0",
     summary="LoRA checkpoints of code written for peft < 0.7 / transformers < 4.35 are adapter_model.bin again, "
     "where its resume looks (alpaca-lora's --resume_from_checkpoint silently trained from the start)",
     package="peft",

@@ -94,6 +94,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "peft_int8_training",
+    since="0.4.0",
     summary="from peft import prepare_model_for_int8_training (alpaca-lora): 0.3-0.9's casting, or 0.2's for code "
     "pinned before 0.3",
     package="peft",

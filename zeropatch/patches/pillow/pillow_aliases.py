@@ -126,6 +126,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pillow_aliases",
+    since="0.4.0",
     summary="Pillow 9's Image.ANTIALIAS / LINEAR / CUBIC and ImageDraw.textsize, FreeTypeFont.getsize / getoffset back, "
     "the same filters and Pillow 9.5's measurements",
     package="pillow",

@@ -50,6 +50,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "python_removed_modules",
+    since="0.4.0",
     summary="import imp and distutils' run-time parts (LooseVersion, strtobool, find_executable) on Python 3.12+, "
     "where the interpreter has none",
     package="python",

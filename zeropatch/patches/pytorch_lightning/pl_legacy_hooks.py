@@ -287,6 +287,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pl_legacy_hooks",
+    since="0.4.0",
     summary="training_epoch_end / validation_epoch_end(outputs), batch hooks with dataloader_idx, "
     "on_train_epoch_end(outputs), on_pretrain_routine_* and on_keyboard_interrupt called as pytorch-lightning 1.x "
     "called them",

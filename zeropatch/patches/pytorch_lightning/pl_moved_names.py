@@ -131,6 +131,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pl_moved_names",
+    since="0.4.0",
     summary="pytorch_lightning.utilities.distributed (rank_zero_only, ...), core.lightning, loggers.base, "
     "loggers.TestTubeLogger, utilities.seed.seed_everything and other 1.x modules and names, over the very objects "
     "2.x keeps elsewhere",

@@ -274,6 +274,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pl_multiple_optimizers",
+    since="0.4.0",
     summary="training_step(batch, batch_idx, optimizer_idx) with several optimizers trains as pytorch-lightning 1.9 "
     "trained it (automatic optimization); 1.x hook signatures get optimizer_idx",
     package="pytorch-lightning",

@@ -418,6 +418,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pl_trainer_args",
+    since="0.4.0",
     summary="Trainer(gpus=, resume_from_checkpoint=, ...), Trainer.add_argparse_args / from_argparse_args and "
     "trainer.root_gpu built and answered as pytorch-lightning 1.x did (1.x's CPU default, ddp_spawn for several "
     "devices), or refused with what to use",

@@ -86,6 +86,7 @@ def apply(patcher, yaml):
 
 PATCH = Patch(
     "yaml_load",
+    since="0.4.0",
     summary="yaml.load(f) / yaml.load_all(f) without a Loader (PyYAML < 6 code) read with yaml.SafeLoader, never an "
     "object-building loader",
     package="pyyaml",

@@ -262,6 +262,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "pkg_resources",
+    since="0.3.0",
     summary="pkg_resources (removed in setuptools 82) provided on importlib.metadata and packaging: packaging, "
     "get_distribution, require, iter_entry_points, resource_filename, ...",
     package="setuptools",

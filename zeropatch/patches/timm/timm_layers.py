@@ -46,6 +46,7 @@ def apply(patcher, old_module):
 
 PATCH = Patch(
     "timm_layers",
+    since="0.3.0",
     summary="timm.models.layers.<module> (helpers, drop, weight_init, ...; gone in 0.9) back over timm.layers, also "
     "for unpickling old checkpoints",
     package="timm",

@@ -177,6 +177,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "timm_legacy_api",
+    since="0.4.0",
     summary="timm 0.3-0.5's API (MAE, DeiT-era ViTs): Block(qk_scale=, drop=), VisionTransformer subclasses that "
     "pool in forward_features, optim_factory.add_weight_decay, data.transforms._pil_interp, create_model of models "
     "registered outside timm",

@@ -243,6 +243,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "cpu_rehearsal",
+    since="0.3.0",
     summary="rehearse a GPU training script on the CPU: CUDA asked for lands on the CPU, nccl becomes gloo, accelerate "
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",

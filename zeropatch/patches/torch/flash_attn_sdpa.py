@@ -47,6 +47,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "flash_attn_sdpa",
+    since="0.3.0",
     summary="opt-in: from flash_attn import flash_attn_func (and the packed / varlen forms) without flash-attn, on "
     "torch's SDPA",
     package="torch",

@@ -83,6 +83,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "fused_ema",
+    since="0.1.0",
     summary="legacy per-parameter update_ema loops run as one fused foreach update with identical results",
     package="torch",
     affected="2.10-2.15 (a speed-up, not a crash)",

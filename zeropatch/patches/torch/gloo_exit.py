@@ -117,6 +117,7 @@ def apply(patcher, distributed):
 
 PATCH = Patch(
     "gloo_exit",
+    since="0.2.0",
     summary="processes that ran gloo collectives shut their groups down at exit instead of aborting "
     "(\"terminate called without an active exception\")",
     package="torch",

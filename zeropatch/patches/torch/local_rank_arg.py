@@ -51,6 +51,7 @@ def apply(patcher, argparse):
 
 PATCH = Patch(
     "local_rank_arg",
+    since="0.3.0",
     summary="--local-rank=N from torch >= 2.0's launcher reaches a script that declared --local_rank (and back)",
     package="torch",
     affected="2.6.0-2.15.0 (swept; the launcher changed in torch 2)",

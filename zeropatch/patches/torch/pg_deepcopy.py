@@ -120,6 +120,7 @@ def apply(patcher, distributed):
 
 PATCH = Patch(
     "pg_deepcopy",
+    since="0.1.0",
     summary="copy.deepcopy of objects holding process groups shares the groups instead of crashing",
     package="torch",
     affected="2.10-2.15",

@@ -376,6 +376,7 @@ def apply(patcher, torch):
 
 PATCH = Patch(
     "torch_load",
+    since="0.3.0",
     summary="torch.load's weights_only default admits the data-only classes legacy checkpoints hold (argparse.Namespace, "
     "numpy arrays and scalars, omegaconf configs, DeepSpeed loss scalers); code is still refused",
     package="torch",

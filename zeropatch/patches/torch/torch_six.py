@@ -48,6 +48,7 @@ def apply(patcher, six):
 
 PATCH = Patch(
     "torch_six",
+    since="0.3.0",
     summary="torch._six (removed in torch 2.0) back: inf, nan, string_classes, int_classes, container_abcs, PY3, ...",
     package="torch",
     affected="2.6.0-2.15.0 (swept; the module went in torch 2)",

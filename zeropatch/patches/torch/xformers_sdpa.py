@@ -54,6 +54,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "xformers_sdpa",
+    since="0.3.0",
     summary="opt-in: import xformers.ops without xformers (no wheel for this torch, or a CPU): memory_efficient_attention "
     "and its attention biases on torch's SDPA",
     package="torch",

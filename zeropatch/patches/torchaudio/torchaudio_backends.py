@@ -262,6 +262,7 @@ def apply(patcher, torchaudio):
 
 PATCH = Patch(
     "torchaudio_backends",
+    since="0.4.0",
     summary="torchaudio.load / save without TorchCodec and torchaudio.info, AudioMetaData, list_audio_backends back "
     "(removed in 2.9), as torchaudio 2.8's soundfile backend read and wrote audio",
     package="torchaudio",

@@ -32,6 +32,7 @@ def apply(patcher, old_module):
 
 PATCH = Patch(
     "torchvision_functional_tensor",
+    since="0.3.0",
     summary="torchvision.transforms.functional_tensor (removed in 0.17) back, over _functional_tensor "
     "(pytorchvideo, basicsr)",
     package="torchvision",

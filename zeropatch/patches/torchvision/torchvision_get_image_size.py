@@ -25,6 +25,7 @@ def apply(patcher, functional):
 
 PATCH = Patch(
     "torchvision_get_image_size",
+    since="0.4.0",
     summary="torchvision.transforms.functional._get_image_size (renamed get_image_size in 0.11) back, for MAE's "
     "crop and the transforms copied from torchvision 0.10",
     package="torchvision",

@@ -98,6 +98,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "torchvision_model_urls",
+    since="0.4.0",
     summary="torchvision.models.utils (load_state_dict_from_url) and the models' model_urls back, from today's "
     "weight enums",
     package="torchvision",

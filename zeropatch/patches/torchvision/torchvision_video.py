@@ -280,6 +280,7 @@ def apply(patcher, io):
 
 PATCH = Patch(
     "torchvision_video",
+    since="0.2.0",
     summary="torchvision.io.read_video / read_video_timestamps / write_video and torchvision.io.video back, "
     "with 0.25's contract, on PyAV",
     package="torchvision",

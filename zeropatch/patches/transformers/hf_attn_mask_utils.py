@@ -32,6 +32,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_attn_mask_utils",
+    since="0.4.0",
     summary="transformers.modeling_attn_mask_utils (removed in 5.24; the Hub's remote-code models build their masks "
     "with it) provided with 4.57's masks",
     package="transformers",

@@ -215,6 +215,7 @@ def apply(patcher, cache_utils):
 
 PATCH = Patch(
     "hf_cache_legacy_api",
+    since="0.4.0",
     summary="the 2024 KV-cache API remote-code models call (get_usable_length, seen_tokens, from_legacy_cache, "
     "key_cache, get_max_length None for no maximum) back on transformers' Cache",
     package="transformers",

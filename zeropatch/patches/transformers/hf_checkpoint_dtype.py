@@ -117,6 +117,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_checkpoint_dtype",
+    since="0.4.0",
     summary="legacy code's from_pretrained(path) without a dtype loads torch's default dtype (float32), as on "
     "transformers 4, not the checkpoint's float16",
     package="transformers",

@@ -114,6 +114,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_flash_attention_2",
+    since="0.4.0",
     summary="attn_implementation='flash_attention_2' loads with transformers' sdpa attention where flash-attn 2 "
     "cannot run (not installed, a CPU); use_flash_attention_2=True asks for it again",
     package="transformers",

@@ -63,6 +63,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_frozen_params",
+    since="0.3.0",
     summary="parameters built with requires_grad=False stay frozen through transformers >= 5 from_pretrained",
     package="transformers",
     affected="5.0.0-5.23.0",

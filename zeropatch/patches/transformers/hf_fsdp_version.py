@@ -60,6 +60,7 @@ def apply(patcher, training_args):
 
 PATCH = Patch(
     "hf_fsdp_version",
+    since="0.4.0",
     summary="legacy code's --fsdp \"full_shard auto_wrap\" runs FSDP1 (as transformers 4 and <= 5.9), whose API it "
     "calls on the model, not FSDP2",
     package="transformers",

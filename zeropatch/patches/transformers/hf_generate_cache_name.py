@@ -66,6 +66,7 @@ def apply(patcher, generation_utils):
 
 PATCH = Patch(
     "hf_generate_cache_name",
+    since="0.4.0",
     summary="generate hands a model whose forward names past_key_values (LLaVA, remote-code models) its cache by that "
     "name again, as up to 5.23 (5.24: a TypeError, or silent garbage through **kwargs)",
     package="transformers",

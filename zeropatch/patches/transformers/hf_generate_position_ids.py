@@ -59,6 +59,7 @@ def apply(patcher, generation_utils):
 
 PATCH = Patch(
     "hf_generate_position_ids",
+    since="0.4.0",
     summary="generate leaves a 4.x prepare_inputs_for_generation (remote-code Phi-3, MiniCPM, InternLM2) to make its "
     "own position ids, as 4.x did (5.x: the whole sequence's positions for each new token)",
     package="transformers",

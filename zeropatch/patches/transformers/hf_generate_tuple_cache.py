@@ -106,6 +106,7 @@ def apply(patcher, generation_utils):
 
 PATCH = Patch(
     "hf_generate_tuple_cache",
+    since="0.4.0",
     summary="generate runs a model written for tuple caches (early InternLM2, Baichuan, Qwen-1, ChatGLM2) as 4.53 "
     "did: tuples in, tuples out, a DynamicCache for generate",
     package="transformers",

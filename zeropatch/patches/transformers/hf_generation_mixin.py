@@ -69,6 +69,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_generation_mixin",
+    since="0.4.0",
     summary="a model class written before 4.52 that defines prepare_inputs_for_generation (BLIP's BertLMHeadModel, "
     "vendored Hub models) has generate again, built directly",
     package="transformers",

@@ -68,6 +68,7 @@ def apply(patcher, tokenization_llama):
 
 PATCH = Patch(
     "hf_llama_bos_default",
+    since="0.4.0",
     summary="LlamaTokenizer adds the beginning-of-sequence token by default again (4.x's default, its documented "
     "one) where a SentencePiece checkpoint's tokenizer_config.json does not give add_bos_token",
     package="transformers",

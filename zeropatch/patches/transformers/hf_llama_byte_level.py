@@ -77,6 +77,7 @@ def apply(patcher, tokenization_llama):
 
 PATCH = Patch(
     "hf_llama_byte_level",
+    since="0.4.0",
     summary="LlamaTokenizer / LlamaTokenizerFast load a byte-level BPE checkpoint's tokenizer.json as written (as "
     "4.x's LlamaTokenizerFast), not under SentencePiece's pre-tokenizer, which drops every space",
     package="transformers",

@@ -93,6 +93,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_load_in_8bit",
+    since="0.4.0",
     summary="from_pretrained(load_in_8bit=True) / load_in_4bit load through a BitsAndBytesConfig again on "
     "transformers 5, with 4.x's dtype for the unquantized layers",
     package="transformers",

@@ -149,6 +149,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "hf_post_init",
+    since="0.2.0",
     summary="transformers 5 loads legacy models that never call post_init(): bookkeeping completed, weights and "
     "computed buffers kept",
     package="transformers",

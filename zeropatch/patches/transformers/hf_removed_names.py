@@ -188,6 +188,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_removed_names",
+    since="0.4.0",
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
     "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask, "
     "modeling_utils.no_init_weights, utils.FLAX_WEIGHTS_NAME (diffusers <= 0.35.1): back with their last meaning",

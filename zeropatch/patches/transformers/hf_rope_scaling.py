@@ -96,6 +96,7 @@ def apply(patcher, configuration_utils):
 
 PATCH = Patch(
     "hf_rope_scaling",
+    since="0.4.0",
     summary="config.rope_scaling = {...} after construction (FastChat's long-context path) keeps rope_theta, and a "
     "remote-code config class written for 4.x reads rope_scaling as 4.x (None when unscaled)",
     package="transformers",

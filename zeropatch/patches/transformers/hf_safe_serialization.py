@@ -179,6 +179,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_safe_serialization",
+    since="0.4.0",
     summary="save_pretrained(safe_serialization=False) and --save_safetensors False write pytorch_model.bin again "
     "(transformers 5 silently writes safetensors)",
     package="transformers",

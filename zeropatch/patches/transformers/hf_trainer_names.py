@@ -26,6 +26,7 @@ def apply(patcher, trainer):
 
 PATCH = Patch(
     "hf_trainer_names",
+    since="0.4.0",
     summary="from transformers.trainer import ALL_LAYERNORM_LAYERS (LLaVA-1.5's trainer) works again: pytorch_utils' list",
     package="transformers",
     affected="5.0.0-5.23.0 (swept; 4.51.3 still re-exports it)",

@@ -112,6 +112,7 @@ def report():
 
 PATCH = Patch(
     "hf_trainer_overrides",
+    since="0.4.0",
     summary="Trainer subclasses with 4.3x's compute_loss / _get_train_sampler / _save_checkpoint run, with 4.3x's "
             "loss scaling",
     package="transformers",

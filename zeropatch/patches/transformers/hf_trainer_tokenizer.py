@@ -55,6 +55,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_trainer_tokenizer",
+    since="0.4.0",
     summary="Trainer(tokenizer=...) and trainer.tokenizer are processing_class again, as on transformers 4",
     package="transformers",
     affected="5.0.0-5.23.0",

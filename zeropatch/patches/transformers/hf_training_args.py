@@ -280,6 +280,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "hf_training_args",
+    since="0.4.0",
     summary="TrainingArguments options transformers removed after 4.49 (--evaluation_strategy, --warmup_ratio, "
     "--fsdp_transformer_layer_cls_to_wrap, --group_by_length, ...) take effect as on 4.5x, through HfArgumentParser "
     "and TrainingArguments(...)",

@@ -84,6 +84,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "shardformer_t5",
+    since="0.3.0",
     summary="ColossalAI's shardformer T5 forwards (Open-Sora's T5 encoder with shardformer=True) give way to "
     "transformers' own where they lack its parameters ('cache', 'past_key_values', 'cache_position')",
     package="transformers",

@@ -35,6 +35,7 @@ def apply(patcher, modeling_t5):
 
 PATCH = Patch(
     "t5_apex_norm",
+    since="0.2.0",
     summary="T5's layer norm is apex's FusedRMSNorm again where apex is installed (as up to transformers 5.7)",
     package="transformers",
     affected="5.8.0-5.23.0 (with apex installed)",

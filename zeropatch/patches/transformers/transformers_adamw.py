@@ -84,6 +84,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "transformers_adamw",
+    since="0.3.0",
     summary="transformers.AdamW (removed in 4.50) back with transformers' own defaults (eps=1e-6, weight_decay=0, "
     "correct_bias) and arithmetic, not torch's AdamW",
     package="transformers",

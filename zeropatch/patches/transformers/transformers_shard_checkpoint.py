@@ -44,6 +44,7 @@ def apply(patcher, modeling_utils):
 
 PATCH = Patch(
     "transformers_shard_checkpoint",
+    since="0.3.0",
     summary="transformers.modeling_utils.shard_checkpoint (removed in 4.47) back, on huggingface_hub's splitter",
     package="transformers",
     affected="4.49.0-5.23.0 (swept; removed after 4.46.3, which still has it)",

@@ -51,6 +51,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "transformers_use_auth_token",
+    since="0.3.0",
     summary="from_pretrained(use_auth_token=...) means token=... again on transformers 5 (models, configs, "
     "tokenizers, processors, Auto classes)",
     package="transformers",

@@ -57,6 +57,7 @@ def apply(patcher, module):
 
 PATCH = Patch(
     "xformers_fallback",
+    since="0.3.0",
     summary="xformers' memory_efficient_attention runs on torch's SDPA when its compiled operators do not load "
     "(a wheel built for another torch, or a CPU)",
     package="xformers",

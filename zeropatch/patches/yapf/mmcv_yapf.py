@@ -36,6 +36,7 @@ def apply(patcher, yapf_api):
 
 PATCH = Patch(
     "mmcv_yapf",
+    since="0.3.0",
     summary="yapf's FormatCode accepts verify= again (removed in 0.40.2): mmcv 1.x's Config.dump / pretty_text work",
     package="yapf",
     affected="0.40.2-0.43.0",

@@ -1,0 +1,45 @@
+"""What ``zeropatch explain`` says about an error text (a message or a whole traceback): the patches that fix it, each
+with its state here and how to turn it on; the drift a patch knows of and cannot fix, with what to do; the libraries
+with no build for the installed torch; the release that removed a module or name, and what replaced it (the API
+history). The job report of ``zeropatch run`` says the same about a failed job's last
+exception."""
+
+from zeropatch import _core
+from zeropatch._dead_ends import dead_ends_for_error
+
+REHEARSAL = "cpu_rehearsal"
+
+
+def how_to_turn_on(patch):
+    if patch.name == REHEARSAL:
+        return ["rehearse the job on this machine's CPU: `zeropatch run --cpu -- torchrun ... train.py ...`"]
+    selection = "1" if patch.default else f"all,{patch.name}"
+    if patch.default:
+        first = "add `import zeropatch` at the top of the script (a default patch), or"
+    else:
+        first = f"add `import zeropatch; zeropatch.install({patch.name!r})` (an opt-in patch), or"
+    return [first, f"run with `zeropatch run --patches {selection} -- python train.py ...`, or",
+            f"set ZEROPATCH={selection} in the environment"]
+
+
+def _here(patch):
+    """(the affected releases with the one found here, the patch's state in this process)."""
+    record = _core.status(patch.name)[0]
+    return record.versions, f"{record.state} ({record.reason})"
+
+
+def explanation(text, here=_here):
+    """(lines, whether a patch fixes it) for an error text; ``here(name)``: the patch's state where it is asked (this
+    process's, or a job's): (affected releases, state)."""
+    lines = [f"No patch can fix this ({patch.package} drift known to {patch.name}): {advice}"
+             for patch, advice in _core.advice_for_error(text)]
+    lines += [f"No patch can fix this ({module} has no build for the installed torch): {advice}"
+              for module, advice in dead_ends_for_error(text)]
+    patches = _core.patches_for_error(text)
+    if not patches:
+        lines.append("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
+    for patch in patches:
+        affected, state = here(patch)
+        lines += [f"{patch.name}: {patch.summary}", f"  affected: {affected}", f"  here: {state}", "  turn it on:"]
+        lines += [f"    {line}" for line in how_to_turn_on(patch)]
+    return lines, bool(patches)
