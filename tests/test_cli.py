@@ -77,6 +77,38 @@ open({str(marker)!r}, "w").write("the body ran")
     assert not marker.exists()
 
 
+@requires("numpy")
+def test_check_reads_a_script_and_its_modules_that_start_with_a_byte_order_mark(tmp_path):
+    """Windows editors save UTF-8 with a byte-order mark, which Python itself reads: so does check (not 'unread')."""
+    (tmp_path / "helpers.py").write_text("\ufeffimport numpy as np\nDTYPE = np.float\n", encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text("\ufeff# -*- coding: utf-8 -*-\nimport os\nimport helpers\n", encoding="utf-8")
+    result = run_command(ZEROPATCH + ["check", "--patches", "0", script])
+    assert "unread" not in result.stdout and "SyntaxError" not in result.stdout + result.stderr, result.stdout
+    assert "helpers.py:2  DTYPE = np.float" in result.stdout, result.stdout  # read statically, despite its mark
+    assert "2 imports, 1 failed, 0 not fixed by any patch" in result.stdout, result.stdout  # run: np.float fails
+
+
+def test_check_reports_a_package_that_failed_once_not_a_key_error_for_each_import_under_it(tmp_path):
+    """A package whose ``__init__`` failed leaves the submodules it had imported in sys.modules (here a folder without
+    ``__init__.py``): importing under it again raised ``KeyError: 'pkg'``. The first failure is shown, the imports under
+    it are named as not tried, and the repository's own package that does not import counts as not fixed."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pkg" / "ops").mkdir(parents=True)
+    write(tmp_path / "pkg" / "__init__.py", "from pkg.ops import kernels\nraise ValueError('pkg needs a GPU')\n")
+    for module in ("kernels", "layers", "losses"):
+        write(tmp_path / "pkg" / "ops" / f"{module}.py", "VALUE = 1\n")
+    (tmp_path / "tools").mkdir()
+    script = write(tmp_path / "tools" / "train.py", "import os\nimport pkg.ops.kernels\nimport pkg.ops.layers\n"
+                                                    "from pkg.ops.losses import VALUE\nimport json\n")
+    result = run_command(ZEROPATCH + ["check", script], env=clean_environment(PYTHONPATH=tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "KeyError" not in result.stdout and result.stdout.count("ValueError: pkg needs a GPU") == 1, result.stdout
+    assert result.stdout.count("not tried: pkg did not import (train.py:2, above)") == 2, result.stdout
+    assert ("5 imports, 3 failed (2 of them under a package that failed above), 1 not fixed by any patch (among "
+            "them this repository's own pkg, which does not import)") in result.stdout, result.stdout
+
+
 def test_check_says_what_it_needs():
     missing = run_command(ZEROPATCH + ["check", "no-such-script.py"])
     assert missing.returncode == 2 and "no such script" in missing.stderr
@@ -228,6 +260,7 @@ def test_job_report_sums_what_patches_did_and_skips_those_that_did_nothing(tmp_p
     assert "  hf_trainer_overrides: called as 4.x; summed over the processes:" in lines
     assert "    A.compute_loss x1" in lines
     assert "  hf_checkpoint_dtype: not known to be legacy" in lines
+
 
 def test_job_report_counts_what_was_not_reached_or_not_needed_and_lists_it_on_request(tmp_path):
     """Library-free: the short report keeps what applied and what failed or was skipped; the patches not needed or

@@ -78,6 +78,10 @@ CASES = {
                         False),
     "python_removed_modules": ((), ("imp", "distutils.version"),
                                "import importlib, json; assert importlib.reload(json) is json", False),
+    "python_dataclass_defaults": ((), ("dataclasses",),
+                                  "import dataclasses; C = dataclasses.make_dataclass('C', [('x', list, "
+                                  "dataclasses.field(default_factory=list))]); assert C().x == [] and C().x is not C().x",
+                                  False),
     "hf_safe_serialization": (("transformers",), ("transformers.modeling_utils", "transformers.trainer"),
                               "from transformers import PreTrainedModel, Trainer; assert callable(Trainer._save)", False),
     "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),

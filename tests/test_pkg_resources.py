@@ -42,6 +42,17 @@ scripts = {{entry.name: entry for entry in pkg_resources.iter_entry_points("cons
 assert scripts["zeropatch"].resolve().__name__ == "main" and scripts["zeropatch"].module_name == "zeropatch._cli"
 assert pkg_resources.resource_filename("zeropatch", "_core.py") == os.path.join(os.path.dirname(zeropatch.__file__), "_core.py")
 assert pkg_resources.resource_exists("zeropatch", "_core.py") and pkg_resources.resource_string("zeropatch", "_core.py")
+assert pkg_resources.resource_isdir("zeropatch", "patches")
+assert "_core.py" in pkg_resources.resource_listdir("zeropatch", "")
+requirements = os.path.join({str(tmp_path)!r}, "requirements.txt")   # CLIP's setup.py: install_requires from it
+with open(requirements, "w") as file:
+    file.write("# training\\nftfy\\nregex  # the tokenizer's\\ntqdm>=4.0,<5\\ntyping_extensions[x_y]==4.*\\n")
+with open(requirements) as file:
+    parsed = list(pkg_resources.parse_requirements(file))
+assert [str(r) for r in parsed] == ["ftfy", "regex", "tqdm<5,>=4.0", "typing_extensions[x_y]==4.*"], parsed
+assert (parsed[3].project_name, parsed[3].key, parsed[3].extras) == ("typing-extensions", "typing-extensions", ("x_y",))
+assert sorted(parsed[2].specs) == [("<", "5"), (">=", "4.0")] and repr(parsed[0]) == "Requirement.parse('ftfy')"
+assert pkg_resources.Requirement.parse("wrapt>=1 # why") == parsed[0].__class__("wrapt>=1")
 import legacyns.part_a, legacyns.part_b
 assert legacyns.part_a.NAME == "a" and legacyns.part_b.NAME == "b"
 try:
@@ -57,8 +68,8 @@ print("ok")
 @pytest.mark.skipif(not REAL, reason="compares with a setuptools that has pkg_resources")
 def test_the_stand_in_answers_as_the_real_pkg_resources():
     assert_ok(run_python('''
-import types, pkg_resources as real
-from zeropatch.patches.setuptools.pkg_resources import _build
+import io, types, pkg_resources as real
+from zeropatch.patches.setuptools.pkg_resources import PROVIDED, _build
 stand_in = types.SimpleNamespace(**_build()[0])
 for name in ("wrapt", "pytest", "packaging"):
     ours, theirs = stand_in.get_distribution(name), real.get_distribution(name)
@@ -80,6 +91,29 @@ for text in ("1.0.post1", "2.13.0+cpu", "0.5.0.dev1"):  # setuptools < 71 parses
     assert str(stand_in.parse_version(text)) == str(real.parse_version(text)), text
 assert sorted(e.name for e in stand_in.iter_entry_points("console_scripts")) == sorted(e.name for e in real.iter_entry_points("console_scripts"))
 assert stand_in.resource_filename("zeropatch", "_core.py") == real.resource_filename("zeropatch", "_core.py")
+for name in ("", "patches", "_core.py"):
+    assert stand_in.resource_isdir("zeropatch", name) == real.resource_isdir("zeropatch", name), name
+assert sorted(stand_in.resource_listdir("zeropatch", "")) == sorted(real.resource_listdir("zeropatch", ""))
+assert set(PROVIDED) == set(_build()[0]) and all(hasattr(real, name) for name in PROVIDED)  # only real names
+text = ("# a 2021 requirements.txt\\ntorch>=1.7.1\\nregex  # CLIP's tokenizer\\ntqdm==4.64.1 ; python_version >= '3'\\n"
+        "typing_extensions>=4.0\\nPillow[extra_One]>=8,<10\\nmy.pkg_name~=1.2\\nnumpy \\\\\\n>=1.20\\n"
+        "clip @ git+https://github.com/openai/CLIP.git\\nlast\\\\")
+def parsed(module, source):
+    return [(str(r), r.name, r.project_name, r.key, r.specs, tuple(r.extras), repr(r), r.url, str(r.marker))
+            for r in module.parse_requirements(source)]
+for source in (text, [text, ["a>1", ["b"]]], io.StringIO(text)):
+    ours = parsed(stand_in, source)
+    assert ours == parsed(real, io.StringIO(text) if isinstance(source, io.StringIO) else source), ours
+for bad in ("-r other.txt", "--index-url https://x"):
+    errors = []
+    for module in (stand_in, real):
+        try:
+            list(module.parse_requirements(bad))
+        except Exception as error:
+            errors.append(type(error))
+    assert len(errors) == 2 and errors[0] is errors[1], errors
+for name in ("my_pkg.x--y", "A b"):
+    assert stand_in.safe_name(name) == real.safe_name(name) and stand_in.safe_extra(name) == real.safe_extra(name)
 print("ok")
 '''))
 
@@ -96,3 +130,23 @@ def test_check_names_the_patches_a_clip_era_script_needs(tmp_path):
     assert "body" not in without.stdout
     fixed = run_command([sys.executable, "-m", "zeropatch", "check", str(script)], env=clean_environment())
     assert fixed.returncode == 0 and "2 imports and 1 module-level reads, 0 failed" in fixed.stdout, fixed.stdout
+
+
+@pytest.mark.skipif(REAL, reason="this setuptools has pkg_resources: nothing breaks")
+def test_check_names_as_not_fixed_only_what_the_stand_in_lacks(tmp_path):
+    """``import pkg_resources`` is fixed; so is a setup.py's ``parse_requirements``; a name the stand-in lacks (read,
+    imported, or a submodule of the real one) is not fixed, with what to do instead."""
+    (tmp_path / "setup.py").write_text("""\
+import pkg_resources
+from pkg_resources import DistributionNotFound, get_distribution
+reqs = [str(r) for r in pkg_resources.parse_requirements(open("requirements.txt"))]
+cache = pkg_resources.get_default_cache()
+from pkg_resources import get_provider
+from pkg_resources.extern import packaging
+""")
+    result = run_command([sys.executable, "-m", "zeropatch", "check", str(tmp_path)], env=clean_environment())
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("  ") and "setup.py:" in line]
+    assert lines == [["fixed", "setup.py:1"], ["NO", "FIX"]], result.stdout
+    assert "NO FIX  setup.py:4  cache = pkg_resources.get_default_cache()   (and 2 more in this file)" in result.stdout
+    assert "install setuptools<82 for the rest" in result.stdout and "1 not fixed" in result.stdout, result.stdout

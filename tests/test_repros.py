@@ -164,6 +164,8 @@ REPROS = {
                         "repro: FastChat's FSDP save wrote"),
     "python_removed_modules": ((), None, "all", {}, lambda: sys.version_info >= (3, 12), None,
                                "repro: options, configuration and versions read as on Python 3.11"),
+    "python_dataclass_defaults": ((), None, "all", {}, lambda: sys.version_info >= (3, 11), None,
+                                  "repro: fairseq's FairseqConfig built as on Python 3.10"),
     "hf_safe_serialization": (("torch", "transformers"), None, "all", {},
                               lambda: distribution_version("transformers") >= (5,), None,
                               "repro: pytorch_model.bin holds the"),

@@ -171,6 +171,90 @@ def test_launch_options_in_either_spelling_and_keys_in_configuration_files(tmp_p
                                                 ("scripts/finetune.sh", 2, "options")]
 
 
+def test_an_option_of_a_librarys_command_line_only_where_the_repository_uses_that_command_line(tmp_path):
+    """``option --NAME of DOTTED``: a diffusers-style script's own ``--logging_dir`` (its argparse defines it) is not
+    TrainingArguments' option, nor one in a repository that never names HfArgumentParser / TrainingArguments; one that
+    reaches HfArgumentParser is (the real hf_training_args signatures, then the form itself)."""
+    own = {"train_dreambooth.py": """\
+               import argparse
+               import transformers
+               parser = argparse.ArgumentParser()
+               parser.add_argument("--logging_dir", type=str, default="logs")
+               tokenizer = transformers.AutoTokenizer.from_pretrained("x")
+               """,
+           "launch.sh": "accelerate launch train_dreambooth.py --logging_dir=logs\n"}
+    hf_training_args = [patch for patch in PATCHES if patch.name == "hf_training_args"]
+    assert found(tmp_path / "own", own, *hf_training_args) == []
+    assert found(tmp_path / "none", {"run.sh": "python train.py --logging_dir logs\n", "train.py": "import sys\n"},
+                 *hf_training_args) == []
+    parsed = {"train.py": """\
+                  from transformers import HfArgumentParser, TrainingArguments
+                  parser = HfArgumentParser((TrainingArguments,))
+                  """,
+              "run.sh": "torchrun train.py --logging-dir logs --evaluation_strategy no\n"}
+    assert found(tmp_path / "parsed", parsed, *hf_training_args) == [("run.sh", 1, "hf_training_args")] * 2
+    sample = Sample("options", "option --bf16 of transformers.*TrainingArguments|lightning.Trainer")
+    derived = {"args.py": "import transformers\nclass Args(transformers.Seq2SeqTrainingArguments):\n    pass\n",
+               "run.sh": "python args.py --bf16\n"}
+    assert found(tmp_path / "derived", derived, sample) == [("run.sh", 1, "options")]
+    with pytest.raises(ValueError, match="valid forms are"):
+        Signature("option --bf16 for transformers.TrainingArguments")
+
+
+def test_dataclass_fields_defaulting_to_an_unhashable_dataclass_of_the_repository(tmp_path):
+    """``default dataclasses.dataclass``: fairseq's ``common: CommonConfig = CommonConfig()`` (the class in another
+    file), ``field(default=...)``; not a frozen / unsafe_hash / eq=False class's instance, a default_factory, a
+    library's class, nor a plain class's field."""
+    files = {"configs/groups.py": """\
+                 import dataclasses
+                 @dataclasses.dataclass
+                 class CommonConfig:
+                     seed: int = 1
+                 @dataclasses.dataclass(frozen=True)
+                 class Frozen:
+                     seed: int = 1
+                 @dataclasses.dataclass(eq=False)
+                 class Identity:
+                     seed: int = 1
+                 """,
+             "configs/top.py": """\
+                 from dataclasses import dataclass, field
+                 from configs.groups import CommonConfig, Frozen, Identity
+                 from library import LibraryConfig
+                 @dataclass
+                 class FairseqConfig:
+                     common: CommonConfig = CommonConfig()
+                     other: CommonConfig = field(default=CommonConfig(seed=2))
+                     made: CommonConfig = field(default_factory=CommonConfig)
+                     frozen: Frozen = Frozen()
+                     identity: Identity = Identity()
+                     library: LibraryConfig = LibraryConfig()
+                 class Plain:
+                     common: CommonConfig = CommonConfig()
+                 """}
+    sample = Sample("defaults", "default dataclasses.dataclass")
+    assert found(tmp_path, files, sample) == [("configs/top.py", 6, "defaults"), ("configs/top.py", 7, "defaults")]
+
+
+def test_python_s_own_drift_breaks_from_the_release_each_patch_names():
+    from zeropatch._preflight import breaks_here
+
+    registry = _core._registry()
+    defaults, removed = registry["python_dataclass_defaults"].patch, registry["python_removed_modules"].patch
+    assert [breaks_here(defaults, python)[0] for python in ((3, 10), (3, 11), (3, 13))] == [False, True, True]
+    assert [breaks_here(removed, python)[0] for python in ((3, 11), (3, 12))] == [False, True]
+
+
+def test_files_that_start_with_a_byte_order_mark_are_read(tmp_path):
+    (tmp_path / "train.py").write_text("\ufeffimport numpy as np\nx = np.float\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text("\ufeff--evaluation_strategy no\n", encoding="utf-8")
+    samples = [Sample("aliases", "name numpy.float"), Sample("options", "option --evaluation_strategy")]
+    result = scan(str(tmp_path), samples)
+    assert result.unreadable == [] and result.python_files == 1 and result.launch_files == 1
+    assert sorted((finding.path, finding.line, finding.patch) for finding in result.findings) == [
+        ("run.sh", 1, "options"), ("train.py", 2, "aliases")]
+
+
 def test_pins_of_old_releases_of_another_library_in_the_repository_requirement_files(tmp_path):
     """``pin DIST<VERSION``: a requirement that admits only releases before VERSION (exact, upper-bounded, conda's
     ``=``); ``pin DIST``: any requirement of it, also a VCS install; in a folder's requirement files and those above it

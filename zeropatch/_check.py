@@ -5,7 +5,11 @@ Besides the imports, only the statements that set up ``sys.path`` run: those tha
 assignments computed from ``__file__`` (``HERE = os.path.dirname(__file__)``); and module-level constants read
 off imported modules, with no call in them (``FRAME_DTYPE = np.float``), where removed names show. Imports inside a top-level ``try``
 that handles ImportError are optional: their failures are notes. Each failure is reported with the script line,
-the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known").
+the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known"). An import under a package
+that failed above is not run again (a package whose ``__init__`` failed leaves the submodules it had imported behind,
+and importing under it raised ``KeyError``): it is named as not tried, with the line that failed. The closing line
+counts the failures no patch fixes, naming the repository's own packages among them. The script is read as Python
+reads it (a UTF-8 byte-order mark, a coding line).
 
 Usage (through the command line): ``python -m zeropatch._check SCRIPT [ARGS]``; exit 1 when an import failed.
 """
@@ -73,40 +77,114 @@ def _fix_for(text):
     return "fixed by " + ", ".join(parts)
 
 
+def _imported_modules(node):
+    """The absolute modules an import statement imports (``import a.b`` and ``from a.b import c``: ``a.b``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        return [node.module]
+    return []
+
+
+def _first_missing(module):
+    """The first package on the way to ``module`` (or the module) that is not in ``sys.modules``."""
+    parts = module.split(".")
+    return next((".".join(parts[:end]) for end in range(1, len(parts) + 1)
+                 if ".".join(parts[:end]) not in sys.modules), None)
+
+
+def _orphaned_parents():
+    """Packages whose submodules are in ``sys.modules`` without them: a package whose ``__init__`` failed keeps the
+    submodules it had imported (importing under it again raises KeyError, or runs it again)."""
+    return {_first_missing(name) for name in list(sys.modules)
+            if "." in name and name.rpartition(".")[0] not in sys.modules}
+
+
+def _repository(folder):
+    """The script's repository: the folder with ``.git`` at or above the script's, else the script's folder."""
+    here = folder
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return folder
+        here = parent
+    return here
+
+
+def _own_package(name, repository):
+    """Whether the top-level package ``name`` is the repository's own code (not an installed library's)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name.split(".")[0])
+    except (ImportError, ValueError):
+        return False
+    origin = spec and (spec.origin or next(iter(spec.submodule_search_locations or ()), None))
+    return bool(origin) and os.path.abspath(origin).startswith(repository + os.sep) and "site-packages" not in origin
+
+
 def check(script, args, out=sys.stdout):
     """Run the dry run; returns the number of failed imports."""
     path = os.path.abspath(script)
-    with open(path) as file:
+    with open(path, "rb") as file:  # as Python reads a script: a byte-order mark, a coding line
         source = file.read()
     tree = ast.parse(source, path)
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(path)  # as `python script.py` does (here it held this module's start folder)
     namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     name = os.path.basename(script)
-    failed = imports = reads = 0
+    repository = _repository(os.path.dirname(path))
+    failed = imports = reads = unfixed = after = 0
+    broken = {}  # a package whose import failed -> the script line that failed first
+    own = []  # the repository's own packages that do not import
     for node, optional in steps(tree):
         imports += isinstance(node, (ast.Import, ast.ImportFrom))
         reads += _reads_a_module_constant(node)
+        label = "note" if optional else "FAIL"
+        under = [package for package in map(_first_missing, _imported_modules(node)) if package in broken]
+        if under:  # its package failed above: not run again (it would fail the same way, or with a KeyError)
+            failed, after = failed + (not optional), after + (not optional)
+            print(f"  {label}  {name}:{node.lineno}  {ast.unparse(node)}", file=out)
+            print(f"        not tried: {under[0]} did not import ({name}:{broken[under[0]]}, above)", file=out)
+            continue
+        orphaned = _orphaned_parents()
         code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec")
         try:
             exec(code, namespace)
         except BaseException as error:  # an import can raise anything; SystemExit and KeyboardInterrupt included
             if isinstance(error, KeyboardInterrupt):
                 raise
-            text = f"{type(error).__name__}: {error}"
-            label = "note" if optional else "FAIL"
-            failed += not optional
+            missing = {_first_missing(module) for module in _imported_modules(node)} | _orphaned_parents() - orphaned
+            earlier = isinstance(error, KeyError) and error.args and broken.get(error.args[0])
+            for package in sorted(filter(None, missing)):
+                broken.setdefault(package, node.lineno)
             print(f"  {label}  {name}:{node.lineno}  {ast.unparse(node)}", file=out)
+            failed += not optional
+            if earlier:  # the import ran into a package that failed above
+                after += not optional
+                print(f"        {error.args[0]} did not import ({name}:{earlier}, above)", file=out)
+                continue
+            text = f"{type(error).__name__}: {error}"
             print(f"        {text}", file=out)
             raised_at = _raised_at(error)
             if raised_at:
                 print(f"        raised at {raised_at}", file=out)
-            print(f"        {'optional: its try/except handles this; ' if optional else ''}{_fix_for(text)}", file=out)
+            fix = _fix_for(text)
+            print(f"        {'optional: its try/except handles this; ' if optional else ''}{fix}", file=out)
+            if not optional and not fix.startswith("fixed by"):  # also the repository's own package failing
+                unfixed += 1
+                own += [package for package in sorted(filter(None, missing))
+                        if _own_package(package, repository) and package not in own]
     from zeropatch import _core
 
     applied = [record.name for record in _core.status() if record.state == _core.APPLIED]
     checked = f"{imports} imports" + (f" and {reads} module-level reads" if reads else "")
-    print(f"zeropatch check: {name}: {checked}, {failed} failed; patches applied while importing: "
+    outcome = f"{failed} failed" + (f" ({after} of them under a package that failed above)" if after else "")
+    if failed:
+        outcome += f", {unfixed} not fixed by any patch"
+    if own:
+        outcome += f" (among them this repository's own {', '.join(own)}, which does not import)"
+    print(f"zeropatch check: {name}: {checked}, {outcome}; patches applied while importing: "
           f"{', '.join(applied) or 'none'}", file=out)
     return failed
 

@@ -42,4 +42,7 @@ def explanation(text, here=_here):
         affected, state = here(patch)
         lines += [f"{patch.name}: {patch.summary}", f"  affected: {affected}", f"  here: {state}", "  turn it on:"]
         lines += [f"    {line}" for line in how_to_turn_on(patch)]
+    from zeropatch._history import describe, for_error  # (read only when an error is explained)
+
+    lines += [f"API history: {describe(record)}" for record in for_error(text)]  # which release removed it, and for what
     return lines, bool(patches)

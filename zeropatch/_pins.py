@@ -59,7 +59,7 @@ def _is_kind(name, kind):
 def read(path):
     """A requirement file's text (its first MAX_BYTES); "" where it cannot be read."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
+        with open(path, encoding="utf-8-sig", errors="replace") as file:  # (a byte-order mark is no part of a pin)
             return file.read(MAX_BYTES)
     except OSError:
         return ""

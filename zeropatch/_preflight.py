@@ -23,10 +23,16 @@ def breaks_here(patch, python=None):
     Python, ``python`` where given, is one without it)."""
     if patch.name == REHEARSAL and any(os.path.exists(device) for device in GPU_DEVICES):
         return False, "this machine has a GPU"
-    if patch.package == "python":  # modules Python removed: missing from the job's interpreter
+    if patch.package == "python":  # Python's own drift, on the job's interpreter
         python = python or sys.version_info[:2]
         release = "{}.{}".format(*python)
-        if python < REMOVED_IN:
+        if not patch.provides:  # a behaviour Python changed, from the first release ``affected`` names
+            first = version_tuple(_FIRST_RELEASE.match(patch.affected).group(1))[:2]
+            since = ".".join(map(str, first))
+            if python < first:
+                return False, f"Python {release} is older than the change ({since}); affected: {patch.affected}"
+            return True, f"Python {release} has it (since {since}); affected: {patch.affected}"
+        if python < REMOVED_IN:  # modules Python removed: missing from the job's interpreter
             return False, f"Python {release} still has them; affected: {patch.affected}"
         removed = ".".join(map(str, REMOVED_IN))
         return True, f"Python {release} has none (removed in {removed}); affected: {patch.affected}"
@@ -65,10 +71,22 @@ def differing_pins(folder):
     return differing
 
 
-def _grouped(findings):
-    """Findings of one file with one cause (a patch's signature, or one piece of advice), in line order, together."""
+def _shown(signature):
+    """A signature as the report shows it: a long list of names (``name pkg_resources.* without ...``) cut."""
+    return signature if len(signature) <= 80 else signature[:signature.rindex(" ", 0, 76)] + " ..."
+
+
+def _grouped(findings, registry):
+    """Findings of one file with one cause (a patch's signature, or one piece of advice), in line order, together; a
+    line where a patch leaves some use failing (``refusal``: ``from pkg_resources import get_provider``) is not also
+    that patch's fixed line (its ``import pkg_resources``)."""
+    refused = {(finding.path, finding.line, finding.patch) for finding in findings
+               if finding.patch and refusal(registry[finding.patch].patch, finding.signature)}
     groups = {}
     for finding in sorted(findings, key=lambda finding: (finding.path, finding.line)):
+        if (finding.path, finding.line, finding.patch) in refused and not refusal(registry[finding.patch].patch,
+                                                                                   finding.signature):
+            continue
         groups.setdefault((finding.path, finding.patch, finding.signature, finding.advice), []).append(finding)
     return list(groups.values())
 
@@ -82,7 +100,7 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
     selected = set(selected or ())
     fixed = unfixed = notes = 0
     blocked = {}
-    for group in _grouped(result.findings):
+    for group in _grouped(result.findings, registry):
         finding, more = group[0], len(group) - 1
         also = f"   (and {more} more in this file)" if more else ""
         if finding.patch is None:
@@ -102,7 +120,7 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             else:
                 unfixed += 1
                 print(f"  NO FIX  {finding.path}:{finding.line}  {finding.code}{also}", file=out)
-                print(f"          {patch.name} ({'on' if on else 'off'} here; `{finding.signature}`): {advice}",
+                print(f"          {patch.name} ({'on' if on else 'off'} here; `{_shown(finding.signature)}`): {advice}",
                       file=out)
                 continue
         if not breaks:

@@ -25,6 +25,9 @@ class PythonFileReader(ast.NodeVisitor):
         self.findings = []
         self.missing = []  # (node, top-level module): maybe installed nowhere (scan() asks)
         self.imports = []  # (node, absolute module name), every import of the file
+        self.named = set()  # the dotted names the file names through its imports (for ``option ... of``)
+        self.own_options = set()  # the options its own ``add_argument`` calls define, as ``option_key`` writes them
+        self.decorated = {}  # a class of this file (later: of the repository) -> {its decorator: it makes it hashable}
 
     def prepare(self):
         """The file's imports and the library classes its classes derive from (before ``find``)."""
@@ -42,11 +45,21 @@ class PythonFileReader(ast.NodeVisitor):
                 for alias in node.names:
                     if alias.name != "*":
                         self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                self.own_options.update(option_key(argument.value) for argument in node.args
+                                        if isinstance(argument, ast.Constant) and str(argument.value).startswith("--"))
+        self.named.update(self.aliases.values())
         self._derive_classes()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                self.decorated[node.name] = {self.resolve(getattr(decorator, "func", decorator)): _hashable(decorator)
+                                             for decorator in node.decorator_list}
 
-    def find(self, repository_classes):
-        """Every match of the signatures; ``repository_classes``: class name -> library bases, over the repository."""
+    def find(self, repository_classes, repository_decorated=None):
+        """Every match of the signatures; ``repository_classes``: class name -> library bases, over the repository
+        (``repository_decorated``: class name -> its decorators, as ``decorated``)."""
         self.derived = {**repository_classes, **self.derived}
+        self.decorated = {**(repository_decorated or {}), **self.decorated}
         self.visit(self.tree)
         return self.findings
 
@@ -85,9 +98,28 @@ class PythonFileReader(ast.NodeVisitor):
                 return True
         return False
 
+    def _check_names(self, node, dotted, modules_only=False, direct=False):
+        """``name`` signatures: ``dotted`` read off a module (``modules_only``: a module imported, which only ``name
+        MODULE.* without NAMES`` signatures look at; ``direct``: an attribute read, which they match only where it is
+        read off MODULE itself, once a line). Whether one matched."""
+        matched = False
+        for signature, patch in self.table["name"]:
+            if signature.keyword is None:
+                if dotted == signature.target and not modules_only:
+                    self._found(node, signature, patch)
+                    matched = True
+                continue
+            module = signature.target[:-2]
+            rest = dotted[len(module) + 1:] if dotted.startswith(module + ".") else ""
+            if rest and rest.split(".")[0] not in signature.keyword and not (direct and "." in rest):
+                self._found(node, signature, patch)
+                matched = True
+        return matched
+
     def visit_Import(self, node):
         for alias in node.names:
             self.imports.append((node, alias.name))
+            self._check_names(node, alias.name, modules_only=True)
             if not self._check_module(node, alias.name):
                 self._note_missing(node, alias.name)
 
@@ -95,15 +127,16 @@ class PythonFileReader(ast.NodeVisitor):
         if node.level or not node.module:
             return
         self.imports.append((node, node.module))
+        lacking = self._check_names(node, node.module, modules_only=True)  # a submodule a provided module lacks
         if self._check_module(node, node.module):
+            for alias in () if lacking else node.names:  # names imported from a provided module: provided?
+                self._check_names(node, f"{node.module}.{alias.name}", modules_only=True)
             return
         for alias in node.names:
             dotted = f"{node.module}.{alias.name}"
             if self._check_module(node, dotted):
                 return
-            for signature, patch in self.table["name"]:
-                if dotted == signature.target:
-                    self._found(node, signature, patch)
+            self._check_names(node, dotted)
         self._note_missing(node, node.module)
 
     def _note_missing(self, node, module):
@@ -114,9 +147,9 @@ class PythonFileReader(ast.NodeVisitor):
     def visit_Attribute(self, node):
         if isinstance(node.ctx, ast.Load):
             dotted = self.resolve(node)
-            for signature, patch in self.table["name"]:
-                if dotted == signature.target:
-                    self._found(node, signature, patch)
+            if dotted:
+                self.named.add(dotted)
+                self._check_names(node, dotted, direct=True)
         for signature, patch in self.table["attribute"]:
             if node.attr == signature.target:
                 self._found(node, signature, patch)
@@ -189,6 +222,11 @@ class PythonFileReader(ast.NodeVisitor):
             method = methods.get(signature.method)
             if signature.target in bases and method is not None and method.args.kwarg is None:
                 self._found(method, signature, patch)
+        for signature, patch in self.table["default"]:
+            if signature.target in self.decorated.get(node.name, {}):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and self._unhashable_instance(item.value, signature.target):
+                        self._found(item, signature, patch)
         for signature, patch in self.table["define"]:
             method = methods.get(signature.method)
             if signature.target in bases and method is not None:
@@ -197,6 +235,29 @@ class PythonFileReader(ast.NodeVisitor):
                 if signature.keyword is None or bool(signature.keyword & named) == signature.present:
                     self._found(method, signature, patch)
         self.generic_visit(node)
+
+
+    def _unhashable_instance(self, value, decorator):
+        """Whether a field's default (``X()``, ``field(default=X())``) makes an instance of a class decorated with
+        ``decorator`` that has no ``__hash__``."""
+        if isinstance(value, ast.Call) and self.resolve(value.func) == "dataclasses.field":
+            value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+        if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Attribute)):
+            return False
+        name = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        return self.decorated.get(name, {}).get(decorator) is False
+
+
+def _hashable(decorator):
+    """Whether a ``@dataclass(...)`` decorator gives its class a ``__hash__`` (``frozen=True``, ``unsafe_hash=True``, or
+    ``eq=False``, which keeps object's)."""
+    given = {keyword.arg: getattr(keyword.value, "value", None) for keyword in getattr(decorator, "keywords", ())}
+    return given.get("frozen") is True or given.get("unsafe_hash") is True or given.get("eq") is False
+
+
+def option_key(text):
+    """An option as a key, whichever spelling: ``--logging-dir=x`` and ``--logging_dir`` are ``logging_dir``."""
+    return text.split("=", 1)[0][2:].replace("-", "_")
 
 
 def _given(signature, given):

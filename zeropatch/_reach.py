@@ -71,7 +71,7 @@ def reached_files(script, arguments=()):
             continue
         found.append(path)
         try:
-            with open(path, encoding="utf-8", errors="replace") as file:
+            with open(path, encoding="utf-8-sig", errors="replace") as file:
                 text = file.read()
             tree = ast.parse(text, path) if path.endswith(".py") else None
         except (OSError, SyntaxError, ValueError):

@@ -7,8 +7,9 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 line by line for options and keys, the repository's requirement files (``_pins``) for the old releases of other
 libraries that meet a drift themselves. Besides the patches' drift it names what no patch fixes: a top-level import of a
 module that is not installed here (and not part of the repository), or that has no build for the installed torch
-(``_dead_ends``: torchtext), Python-version removals (``imp``; ``distutils`` without setuptools) and compiled
-extensions.
+(``_dead_ends``: torchtext), Python-version removals (``imp``; ``distutils`` without setuptools), compiled
+extensions, and the imports of modules or names the installed releases lack by the API history (``_history``: which
+release removed them, and what replaced them).
 """
 
 import ast
@@ -97,11 +98,11 @@ def scan(root, patches, python=None, arguments=()):
             if os.path.getsize(path) > MAX_FILE_BYTES:
                 continue
             if path.endswith(".py"):
-                with open(path, encoding="utf-8", errors="replace") as file:
+                with open(path, encoding="utf-8-sig", errors="replace") as file:
                     source = file.read()
                 tree = ast.parse(source, path)
             elif path.endswith(LAUNCH_SUFFIXES) and options:
-                with open(path, encoding="utf-8", errors="replace") as file:
+                with open(path, encoding="utf-8-sig", errors="replace") as file:
                     source = file.read()
                 tree = None
             else:
@@ -124,15 +125,19 @@ def scan(root, patches, python=None, arguments=()):
         reader = PythonFileReader(shown, tree, lines, table, options, local)
         reader.prepare()
         readers.append(reader)
-    repository_classes = {}
+    repository_classes, repository_decorated = {}, {}
     for reader in readers:
         for name, bases in reader.derived.items():
             repository_classes.setdefault(name, set()).update(bases)
+        for name, decorators in reader.decorated.items():
+            repository_decorated.setdefault(name, {}).update(decorators)
     for reader in readers:
-        result.findings += reader.find(repository_classes)
+        result.findings += reader.find(repository_classes, repository_decorated)
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader.path, reader.imports, reader.lines, python, restored)
+        result.findings += _history_findings(reader)
+    result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
         where, node = places[0]
@@ -149,6 +154,43 @@ def scan(root, patches, python=None, arguments=()):
                                        advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
                                               f"helps"))
     return result
+
+
+def _options_of_their_owners(findings, entries, readers):
+    """The findings without those of an ``option --NAME of DOTTED`` where the repository does not use ``DOTTED``'s
+    command line: its Python files name none of ``DOTTED``, or its own ``add_argument`` defines the option (a
+    diffusers-style script's own ``--logging_dir``, not TrainingArguments')."""
+    import fnmatch
+
+    from zeropatch._python_reader import option_key
+
+    named = set().union(*(reader.named for reader in readers))
+    defined = set().union(*(reader.own_options for reader in readers))
+    foreign = {(patch.name, signature.text) for signature, patch in entries if signature.owners and (
+        option_key(signature.target) in defined
+        or not any(fnmatch.fnmatchcase(name, owner) for name in named for owner in signature.owners))}
+    return [finding for finding in findings if (finding.patch, finding.signature) not in foreign]
+
+
+def _history_findings(reader):
+    """The imports of a module or name that the installed release lacks by the API history (``_history``), with the
+    release that removed it and what replaced it; not where a patch's signature matched the line (the patch's finding
+    says whether it is fixed), nor an import inside a ``try`` that handles its failure."""
+    from zeropatch._history import describe, missing_here, removal
+
+    covered = {finding.line for finding in reader.findings}
+    found, seen = [], set()
+    for node, module in reader.imports:
+        if id(node) in seen or node.lineno in covered or id(node) in reader.optional:
+            continue
+        seen.add(id(node))
+        asked = [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else [
+            (module, alias.name) for alias in node.names if alias.name != "*"] or [(module, None)]
+        records = [record for record in (removal(*pair) for pair in asked) if record and missing_here(record)]
+        if records:
+            found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
+                                 advice="; ".join(dict.fromkeys(describe(record) for record in records))))
+    return found
 
 
 def _pin_findings(files, base, entries):

@@ -5,6 +5,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 - ``import MODULE``: an import of a module a release removed or moved (``import torch._six``, ``from torch._six
   import inf``, ``from torch import _six``), also one of its submodules;
 - ``name DOTTED``: a name read off a module (``np.float`` after ``import numpy as np``, ``from numpy import float``);
+  ``name MODULE.* without NAMES``: any name read off ``MODULE``, or submodule of it imported, but ``NAMES`` (``a|b``):
+  what a module a patch provides lacks (``pkg_resources.get_provider``, ``pkg_resources.extern``);
 - ``attribute NAME``: an attribute of any object read or set under a name only the library's objects have
   (``optimizer._param_store``, ``config.rope_scaling = ...``);
 - ``call DOTTED [with KEYWORDS | without KEYWORDS]``: a call of a function or class (through the file's imports, and
@@ -18,9 +20,15 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   passes it arguments it does not take);
 - ``define DOTTED METHOD [with|without NAMES]``: a class derived from ``DOTTED`` defines ``METHOD``, whose parameters
   and body do (or do not) name one of ``NAMES`` (``define transformers.PreTrainedModel __init__ without post_init``);
-- ``option --NAME``: a command-line option in a launch file (``.sh``, ``.md``, ``.yaml``, ...), either spelling
-  (``--warmup_ratio``, ``--warmup-ratio``), or a Python string that is the option (``add_argument("--local_rank")``,
-  ``sys.argv += ["--warmup_ratio", "0.03"]``);
+- ``option --NAME [of DOTTED]``: a command-line option in a launch file (``.sh``, ``.md``, ``.yaml``, ...), either
+  spelling (``--warmup_ratio``, ``--warmup-ratio``), or a Python string that is the option (``add_argument(
+  "--local_rank")``, ``sys.argv += ["--warmup_ratio", "0.03"]``); ``of DOTTED`` (``a|b``, ``*`` for any part): an
+  option of that library's command line (``of transformers.HfArgumentParser|transformers.*TrainingArguments``), found
+  only in a repository whose Python code names one of them and whose own ``add_argument`` does not define the option
+  (a diffusers-style script's own ``--logging_dir`` is not TrainingArguments');
+- ``default DOTTED``: a field of a class decorated with ``DOTTED`` (``dataclasses.dataclass``) whose default is an
+  instance of a class of the repository decorated with it that has no ``__hash__`` (neither ``frozen`` nor
+  ``unsafe_hash``, ``eq`` kept): ``common: CommonConfig = CommonConfig()``, or ``field(default=CommonConfig())``;
 - ``key NAME``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python dict literal;
 - ``pin DIST[<VERSION]``: the repository's requirement files (``_pins``) require the distribution ``DIST``, or with
   ``<VERSION`` pin it to releases before ``VERSION`` only: an old release of another library whose own code meets the
@@ -31,13 +39,13 @@ import re
 
 from zeropatch._versions import version_tuple
 
-KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key", "pin")
+KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key", "pin", "default")
 
 
 class Signature:
     """One parsed ``looks_for`` entry."""
 
-    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "before", "text")
+    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "before", "owners", "text")
 
     def __init__(self, text):
         words = text.split()
@@ -54,9 +62,14 @@ class Signature:
             self.target, _, release = self.target.partition("<")
             self.before = _release(text, release)
         self.method = None
+        self.owners = None  # for an option: the names whose command line it belongs to (None: any)
+        if self.kind == "option" and len(rest) == 2 and rest[0] == "of":
+            self.owners, rest = frozenset(rest[1].split("|")), []
         if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
             self.method, rest = rest[0], rest[1:]
-        if self.kind in ("call", "define") and rest[:1] in (["with"], ["without"]) and len(rest) == 2:
+        if self.kind == "name" and self.target.endswith(".*") and rest[:1] == ["without"] and len(rest) == 2:
+            self.present, self.keyword = False, frozenset(rest[1].split("|"))
+        elif self.kind in ("call", "define") and rest[:1] in (["with"], ["without"]) and len(rest) == 2:
             self.present = rest[0] == "with"
             named = [word.partition("=") for word in rest[1].split("|")]
             self.keyword = frozenset(name for name, _, _ in named)
@@ -65,9 +78,10 @@ class Signature:
             self.method = rest[0]
         elif (rest or self.kind == "override" or (self.kind == "define" and self.method is None) or not self.target
               or (self.kind == "option") != self.target.startswith("--")):
-            raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'attribute "
-                             f"NAME', 'call DOTTED [with|without KEYWORDS]', 'override DOTTED METHOD', 'define DOTTED "
-                             f"METHOD [with|without NAMES]', 'option --NAME', 'key NAME', 'pin DIST[<VERSION]'")
+            raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'name "
+                             f"MODULE.* without NAMES', 'attribute NAME', 'call DOTTED [with|without KEYWORDS]', "
+                             f"'override DOTTED METHOD', 'define DOTTED METHOD [with|without NAMES]', 'option --NAME "
+                             f"[of DOTTED]', 'key NAME', 'pin DIST[<VERSION]', 'default DOTTED'")
 
 
 def _release(text, value):

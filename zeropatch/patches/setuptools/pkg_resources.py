@@ -7,16 +7,24 @@ command line, old namespace packages (``__import__('pkg_resources').declare_name
 scripts that check their requirements die at import: "No module named 'pkg_resources'".
 
 Changes: when ``pkg_resources`` is imported and no installed package provides it, zeropatch provides one built on
-``importlib.metadata`` and ``packaging``, with setuptools 81's meaning for what it offers: ``packaging``,
+``importlib.metadata`` and ``packaging``, with setuptools 81's meaning for what it offers (``PROVIDED``): ``packaging``,
 ``parse_version`` (``packaging.version.Version``), ``get_distribution``, ``require`` (with the requirements of the
-requirements, as setuptools resolved them), ``Requirement``, ``DistributionNotFound``, ``VersionConflict``,
-``iter_entry_points``, ``working_set``, ``resource_filename`` / ``resource_string`` / ``resource_stream`` /
-``resource_exists``, ``declare_namespace``. Any other name raises an AttributeError that says so. Where setuptools
+requirements, as setuptools resolved them), ``Requirement``, ``parse_requirements`` (what setup.py files give
+``install_requires``), ``DistributionNotFound``, ``VersionConflict``, ``iter_entry_points``, ``working_set``,
+``resource_filename`` / ``resource_string`` / ``resource_stream`` / ``resource_exists`` / ``resource_listdir`` /
+``resource_isdir``, ``declare_namespace``. Any other name raises an AttributeError that says so, and ``check`` names
+code that reads one as not fixed. Where setuptools
 still has ``pkg_resources`` (< 82) the real one loads and is left alone, except that on 70.x it gains
 ``packaging`` back (its vendored copy, as before 70). ``packaging`` must be installed for the stand-in.
 """
 
 from zeropatch._core import NotNeeded, Patch, Skip, is_provided
+
+PROVIDED = ("packaging", "parse_version", "Requirement", "RequirementParseError", "parse_requirements", "yield_lines",
+            "safe_name", "safe_extra", "Distribution", "EntryPoint", "WorkingSet", "working_set", "get_distribution",
+            "require", "iter_entry_points", "ResolutionError", "VersionConflict", "DistributionNotFound",
+            "resource_filename", "resource_exists", "resource_isdir", "resource_listdir", "resource_string",
+            "resource_stream", "declare_namespace")  # the stand-in's names; check names code reading any other
 
 
 class ResolutionError(Exception):
@@ -53,6 +61,7 @@ def _build():
     import importlib.metadata as metadata
     import importlib.resources
     import os
+    import re
 
     import packaging.markers
     import packaging.requirements
@@ -60,27 +69,76 @@ def _build():
     import packaging.utils
     import packaging.version
 
+    def safe_name(name):
+        """A distribution name with each run of characters other than letters, digits and '.' made one '-'."""
+        return re.sub(r"[^A-Za-z0-9.]+", "-", name)
+
+    def safe_extra(extra):
+        """An extra's name, lower-case, with each run of characters other than letters, digits, '.', '-' made '_'."""
+        return re.sub(r"[^A-Za-z0-9.-]+", "_", extra).lower()
+
     class Requirement(packaging.requirements.Requirement):
-        """packaging's Requirement with pkg_resources' names (``parse``, ``project_name``, ``key``, ``specs``, ``in``)."""
+        """packaging's Requirement with pkg_resources' names (``parse``, ``project_name``, ``key``, ``specs``, ``in``;
+        ``extras`` a tuple)."""
 
-        @classmethod
-        def parse(cls, text):
-            return cls(text)
+        def __init__(self, requirement_string):
+            super().__init__(requirement_string)
+            self.unsafe_name = self.name
+            self.project_name = safe_name(self.name)
+            self.key = self.project_name.lower()
+            self.specs = [(spec.operator, spec.version) for spec in self.specifier]
+            self.extras = tuple(safe_extra(extra) for extra in self.extras)
 
-        project_name = property(lambda self: self.name)
-        key = property(lambda self: self.name.lower())
-        specs = property(lambda self: [(spec.operator, spec.version) for spec in self.specifier])
+        @staticmethod
+        def parse(text):
+            requirement, = parse_requirements(text)
+            return requirement
 
         def __contains__(self, item):
-            version = item.version if isinstance(item, Distribution) else item
-            return self.specifier.contains(version, prereleases=True)
+            if isinstance(item, Distribution):
+                if item.key != self.key:
+                    return False
+                item = item.version
+            return self.specifier.contains(item, prereleases=True)
+
+        def __repr__(self):
+            return f"Requirement.parse({str(self)!r})"
+
+    class RequirementParseError(packaging.requirements.InvalidRequirement):
+        """pkg_resources' name for an invalid requirement (what it raised is packaging's InvalidRequirement)."""
+
+    def yield_lines(text_or_lines):
+        """The stripped lines of a string, or of a (nested) iterable of strings such as an open file, without blank
+        lines and those starting with '#'."""
+        if isinstance(text_or_lines, str):
+            return (line for line in (part.strip() for part in text_or_lines.splitlines())
+                    if line and not line.startswith("#"))
+        return (line for item in text_or_lines for line in yield_lines(item))
+
+    def _continued(lines):
+        """Lines ending in a backslash joined with the next, as setuptools 81 joined them: the character before the
+        backslash goes too, and a backslash on the last line drops that line."""
+        lines = iter(lines)
+        for line in lines:
+            while line.endswith("\\"):
+                following = next(lines, None)
+                if following is None:
+                    return
+                line = line[:-2].strip() + following
+            yield line
+
+    def parse_requirements(strs):
+        """A Requirement for each requirement of a string, an open requirements file, or an iterable of them: comments
+        after ' #' dropped, continued lines joined; a line that is no requirement (``-r x.txt``) raises packaging's
+        InvalidRequirement, as setuptools 81's did."""
+        return map(Requirement, _continued(line.partition(" #")[0] for line in yield_lines(strs)))
 
     class Distribution:
         """One installed distribution, read from its metadata."""
 
         def __init__(self, found):
             self._found = found
-            self.project_name = found.metadata["Name"]
+            self.project_name = safe_name(found.metadata["Name"])
             self.key = self.project_name.lower()
             self.version = found.version
             located = found.locate_file("")
@@ -198,6 +256,12 @@ def _build():
     def resource_exists(package_or_requirement, resource_name):
         return os.path.exists(resource_filename(package_or_requirement, resource_name))
 
+    def resource_isdir(package_or_requirement, resource_name):
+        return os.path.isdir(resource_filename(package_or_requirement, resource_name))
+
+    def resource_listdir(package_or_requirement, resource_name):
+        return os.listdir(resource_filename(package_or_requirement, resource_name))
+
     def resource_string(package_or_requirement, resource_name):
         with open(resource_filename(package_or_requirement, resource_name), "rb") as file:
             return file.read()
@@ -215,11 +279,14 @@ def _build():
 
     names = {
         "packaging": packaging, "parse_version": packaging.version.Version, "Requirement": Requirement,
-        "Distribution": Distribution, "EntryPoint": EntryPoint, "WorkingSet": WorkingSet, "working_set": WorkingSet(),
+        "RequirementParseError": RequirementParseError, "parse_requirements": parse_requirements,
+        "yield_lines": yield_lines, "safe_name": safe_name, "safe_extra": safe_extra, "Distribution": Distribution,
+        "EntryPoint": EntryPoint, "WorkingSet": WorkingSet, "working_set": WorkingSet(),
         "get_distribution": get_distribution, "require": require, "iter_entry_points": iter_entry_points,
         "ResolutionError": ResolutionError, "VersionConflict": VersionConflict,
         "DistributionNotFound": DistributionNotFound, "resource_filename": resource_filename,
-        "resource_exists": resource_exists, "resource_string": resource_string, "resource_stream": resource_stream,
+        "resource_exists": resource_exists, "resource_isdir": resource_isdir, "resource_listdir": resource_listdir,
+        "resource_string": resource_string, "resource_stream": resource_stream,
         "declare_namespace": declare_namespace,
     }
 
@@ -264,13 +331,18 @@ PATCH = Patch(
     "pkg_resources",
     since="0.3.0",
     summary="pkg_resources (removed in setuptools 82) provided on importlib.metadata and packaging: packaging, "
-    "get_distribution, require, iter_entry_points, resource_filename, ...",
+    "get_distribution, require, parse_requirements, iter_entry_points, resource_filename, ...",
     package="setuptools",
     affected="82.0.0-84.2.1 and environments without setuptools (the module); 70.0.0-70.3.0 (pkg_resources.packaging)",
     targets=("pkg_resources",),
     provides=True,
     apply=apply,
     errors=(r"No module named 'pkg_resources'", r"cannot import name 'packaging' from 'pkg_resources'"),
+    unfixable=((r"cannot import name '(?!packaging')\w+' from 'pkg_resources'|module 'pkg_resources' has no attribute"
+                r"|No module named 'pkg_resources\.",
+                "zeropatch's pkg_resources stand-in (setuptools >= 82 has none) offers only " + ", ".join(PROVIDED)
+                + ": install setuptools<82 for the rest, or use importlib.metadata / importlib.resources",
+                ("name pkg_resources.* without " + "|".join(PROVIDED),), "82.0.0"),),
     # OpenAI's CLIP (a git install: stable-diffusion's environment.yaml) imports pkg_resources.packaging
     looks_for=("import pkg_resources", "pin clip"),
 )

@@ -299,7 +299,9 @@ PATCH = Patch(
                 "(evaluation_strategy -> eval_strategy, no_cuda -> use_cpu, warmup_ratio -> warmup_steps as a "
                 "ratio, group_by_length -> train_sampling_strategy='group_by_length'), or build it through "
                 "HfArgumentParser, which zeropatch's hf_training_args translates"),),
-    looks_for=(*(f"option --{option}" for option in (*RENAMED, *SPECIAL)),
+    # an option of HfArgumentParser's command line, not a script's own argparse option of the same name
+    looks_for=(*(f"option --{option} of transformers.HfArgumentParser|transformers.*TrainingArguments"
+                 for option in (*RENAMED, *SPECIAL)),
                *(f"call transformers.{arguments} with {option}" for option in (*RENAMED, *SPECIAL)
                  for arguments in ("TrainingArguments", "training_args.TrainingArguments"))),
 )
