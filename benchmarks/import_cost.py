@@ -1,5 +1,6 @@
 """Extra milliseconds of `python -c "import zeropatch"` over `python -c pass`, the start-up hook's cost, and what a
-process of a `zeropatch run` job adds (its record written at exit); and `import zeropatch` with a synthetic catalogue
+process of a `zeropatch run` job adds (its record written at exit), and `import zeropatch` after a target it patches at
+once (dataclasses); and `import zeropatch` with a synthetic catalogue
 of 100 patches (a copy of the installed package whose index holds 100 entries: the built-in ones and clones of them
 on targets that are never imported), which must cost what the real one does.
 
@@ -64,12 +65,19 @@ def main():
         "same, under zeropatch run (job record)": interpreter("pass", ZEROPATCH="1", ZEROPATCH_RUN_DIR=RUN_DIR),
         "same, 100 patches": interpreter("pass", ZEROPATCH="1", ZEROPATCH_RUN_DIR=RUN_DIR,
                                          PYTHONPATH=synthetic_catalogue(100)),
+        # a target imported before zeropatch (dataclasses, which most programs import first): its patch module is
+        # imported and applied at once, and the log line it writes imports logging
+        "import dataclasses": interpreter("import dataclasses"),
+        "import dataclasses, zeropatch": interpreter("import dataclasses, zeropatch"),
     }
     medians = interleaved_medians(cases, rounds)
     base = medians["python -c pass"]
     print(f"{rounds} interleaved rounds, medians, {sys.executable}")
     for label, seconds in medians.items():
         print(f"  {label:38s} {seconds * 1000:7.1f} ms   +{(seconds - base) * 1000:5.1f} ms  x{seconds / base:.2f}")
+    first = medians["import dataclasses"]
+    print(f"  zeropatch after dataclasses, over import dataclasses: "
+          f"+{(medians['import dataclasses, zeropatch'] - first) * 1000:.1f} ms")
     pth = os.path.join(sysconfig.get_paths()["purelib"], "zeropatch_startup.pth")
     if os.path.isfile(pth):
         line = compile(open(pth).read(), pth, "exec")

@@ -123,6 +123,63 @@ def test_no_stale_plan_when_parameters_change_between_calls(torch):
     both()
 
 
+def test_the_kept_plan_is_reused_and_rechecked_on_every_side(torch):
+    """A call with nothing changed reuses the kept plan; any change on the EMA's side, in the masters, in
+    requires_grad or in a converted tensor's shape is picked up; the plan keeps neither root alive."""
+    import gc
+    import weakref
+
+    from opensora_v1 import update_ema
+
+    from zeropatch import ema as engine
+
+    model, ema = TinyDiT.make(torch, torch.bfloat16)
+    masters = {id(p): p.detach().float() + 0.25 for p in model.parameters()}
+    optimizer = type("Optimizer", (), {"get_working_to_master_map": lambda self: masters,
+                                       "_param_store": type("Store", (), {"working_to_master_param": masters})()})()
+    legacy, fused = copy.deepcopy(ema), copy.deepcopy(ema)
+
+    def both(**kwargs):
+        update_ema(legacy, model, decay=0.5, **kwargs)
+        engine.fused_update_ema(fused, model, decay=0.5, **kwargs)
+        assert_matches_legacy(torch, fused, legacy)
+        return engine._PLANS[fused]
+
+    plan = both(optimizer=optimizer, sharded=True)
+    assert both(optimizer=optimizer, sharded=True) is plan  # nothing changed: the same plan
+    weight = model.blocks[0].weight
+    masters[id(weight)] = masters[id(weight)] + 1.0  # the optimizer's master replaced
+    assert both(optimizer=optimizer, sharded=True) is not plan
+    bias = torch.randn(8)
+    for tree in (legacy, fused):  # the EMA's own parameter replaced (as load_state_dict(assign=True) does)
+        tree.blocks[2].bias = torch.nn.Parameter(bias.clone(), requires_grad=False)
+    plan = both(optimizer=optimizer, sharded=True)
+    model.blocks[1].requires_grad_(False)
+    both(optimizer=optimizer, sharded=True)
+    model.blocks[1].requires_grad_(True)  # unfrozen again
+    both(optimizer=optimizer, sharded=True)
+    plan = both(sharded=False)  # bf16 sources converted through the plan's buffer
+    assert any(chunks is not None for _, _, chunks in plan.groups)
+    with torch.no_grad():  # reshaped in place, as Open-Sora's model_sharding reshapes the EMA: the same objects
+        for tree in (model, legacy, fused):
+            tree.blocks[0].weight.data = tree.blocks[0].weight.data.reshape(-1).clone()
+    assert both(sharded=False) is not plan
+    fused_ref, model_ref = weakref.ref(fused), weakref.ref(model)
+    del fused, model, plan, tree
+    gc.collect()
+    assert fused_ref() is None and model_ref() is None
+
+
+def test_a_module_tree_with_a_cycle(torch):
+    """A submodule holding its parent (a back-reference registered as a child): named_parameters() visits each
+    module once, and so does the plan's re-check (it used to walk forever)."""
+    model, ema = TinyDiT.make(torch, torch.float32)
+    model.blocks[1].owner = model
+    ema.blocks[1].owner = ema
+    legacy, fused = legacy_and_fused(torch, model, ema, sharded=False)
+    assert_matches_legacy(torch, fused, legacy)
+
+
 def test_bad_input_is_named(torch):
     from zeropatch.ema import fused_update_ema
 

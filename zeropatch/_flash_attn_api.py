@@ -10,44 +10,52 @@ from zeropatch._attention import BOTTOM_RIGHT, TOP_LEFT, attention, varlen_atten
 
 def _flash_options(name, window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
                    return_attn_probs=False, block_table=None, **unknown):
-    """Refuse what SDPA cannot do as flash-attn does, naming it (``deterministic`` holds: SDPA is deterministic
-    here unless dropout is on, which the original is not either)."""
+    """flash-attn 2's options as the engine's keywords (``window``, ``alibi_slopes``, ``softcap``: the same
+    definitions, aligned bottom right); what SDPA cannot give is refused by name, as flash-attn does
+    (``deterministic`` holds: SDPA is deterministic here unless dropout is on, which the original is not either)."""
     if unknown:
         raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
-    unsupported = [option for option, given in (("window_size", tuple(window_size) != (-1, -1)),
-                                                ("softcap", softcap != 0.0), ("alibi_slopes", alibi_slopes is not None),
-                                                ("return_attn_probs", return_attn_probs),
+    unsupported = [option for option, given in (("return_attn_probs", return_attn_probs),
                                                 ("block_table", block_table is not None)) if given]
     if unsupported:
         raise NotImplementedError(f"{name}: {', '.join(unsupported)} is not available on zeropatch's SDPA "
                                   "stand-in for flash-attn; install a flash-attn built for this torch")
+    window = tuple(max(int(side), -1) for side in window_size)  # a negative side: no limit, as flash-attn reads it
+    if len(window) != 2:
+        raise ValueError(f"{name}: window_size is (left, right), -1 for no limit; got {window_size!r}")
+    return {"window": window, "alibi_slopes": alibi_slopes, "softcap": max(float(softcap), 0.0)}
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, **options):
     """``[B, S, H, D]`` q, ``[B, S_k, H_k, D]`` k / v -> ``[B, S, H, D]``; causal aligned bottom right (flash-attn
-    >= 2.1: the two agree when the lengths are equal)."""
-    _flash_options("flash_attn_func", **options)
-    return attention(q, k, v, causal=BOTTOM_RIGHT if causal else None, dropout_p=dropout_p, scale=softmax_scale)
+    >= 2.1: the two agree when the lengths are equal); ``window_size``, ``alibi_slopes`` (``[H]`` or ``[B, H]``),
+    ``softcap`` as flash-attn 2's."""
+    return _dense("flash_attn_func", q, k, v, dropout_p, softmax_scale, causal, options)
 
 
 def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, **options):
     """kv ``[B, S_k, 2, H_k, D]``."""
-    _flash_options("flash_attn_kvpacked_func", **options)
-    return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal)
+    return _dense("flash_attn_kvpacked_func", q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal, options)
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False, **options):
     """qkv ``[B, S, 3, H, D]``."""
-    _flash_options("flash_attn_qkvpacked_func", **options)
-    return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale, causal)
+    return _dense("flash_attn_qkvpacked_func", qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale,
+                  causal, options)
+
+
+def _dense(name, q, k, v, dropout_p, softmax_scale, causal, options):
+    return attention(q, k, v, causal=BOTTOM_RIGHT if causal else None, dropout_p=dropout_p, scale=softmax_scale,
+                     **_flash_options(name, **options))
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, **options):
-    """Packed ``[total, H, D]`` tensors, int32 cumulative sequence starts ``cu_seqlens_*`` (``[batch + 1]``)."""
-    _flash_options("flash_attn_varlen_func", **options)
-    return varlen_attention(q, k, v, _starts(cu_seqlens_q), _starts(cu_seqlens_k),
-                            causal=BOTTOM_RIGHT if causal else None, dropout_p=dropout_p, scale=softmax_scale)
+    """Packed ``[total, H, D]`` tensors, int32 cumulative sequence starts ``cu_seqlens_*`` (``[batch + 1]``);
+    ``alibi_slopes`` ``[H]`` or ``[batch, H]``."""
+    return varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=BOTTOM_RIGHT if causal else None,
+                            dropout_p=dropout_p, scale=softmax_scale, longest=(max_seqlen_q, max_seqlen_k),
+                            **_flash_options("flash_attn_varlen_func", **options))
 
 
 def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
@@ -71,8 +79,8 @@ def flash_attn_unpadded_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, 
     """1.x's ``flash_attn_varlen_func``: the same packed layout; ``causal`` lets query i of a segment see its keys
     0..i (top left, as 1.x computed it), where 2.1's aligns the last query with the last key."""
     _flash_options("flash_attn_unpadded_func", return_attn_probs=return_attn_probs)
-    return varlen_attention(q, k, v, _starts(cu_seqlens_q), _starts(cu_seqlens_k),
-                            causal=TOP_LEFT if causal else None, dropout_p=dropout_p, scale=softmax_scale)
+    return varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=TOP_LEFT if causal else None,
+                            dropout_p=dropout_p, scale=softmax_scale, longest=(max_seqlen_q, max_seqlen_k))
 
 
 def flash_attn_unpadded_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
@@ -114,7 +122,3 @@ def unpad_input(hidden_states, attention_mask):
 def pad_input(hidden_states, indices, batch, seqlen):
     """``unpad_input`` undone: ``[total, ...]`` -> ``[batch, seqlen, ...]``, zeros where no token was."""
     return index_put_first_axis(hidden_states, indices, batch * seqlen).unflatten(0, (batch, seqlen))
-
-
-def _starts(cu_seqlens):
-    return [int(start) for start in cu_seqlens.tolist()] if isinstance(cu_seqlens, torch.Tensor) else list(cu_seqlens)

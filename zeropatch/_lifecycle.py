@@ -8,7 +8,7 @@ import sys
 from zeropatch._config import ENV_DISABLE, ENV_RUN_DIR, ENV_SELECT, _check_names, parse_disable, parse_selection, strict
 from zeropatch._contract import APPLIED, FAILED, NOT_NEEDED, SKIPPED, NotNeeded, PatchError, Skip, provided_modules
 from zeropatch._hooks import _WATCHER, _forget_provided, _unwatch, _watch, is_provided
-from zeropatch._log import _rank, logger, warn_once
+from zeropatch._log import _rank, logger, logger_at, warn_once
 from zeropatch._patcher import Patcher
 from zeropatch._status import record_uncaught_exceptions, report_to_job
 from zeropatch._versions import installed_version
@@ -45,7 +45,9 @@ def _apply_to(entry, module, executed=False):
         patcher.revert()
         state = SKIPPED if isinstance(declined, Skip) else NOT_NEEDED
         _set_target_state(entry, name, state, str(declined), version)
-        logger().debug("zeropatch: %s %s on %s %s: %s", patch.name, state, patch.package, version, declined)
+        log = logger_at(10)
+        if log is not None:
+            log.debug("zeropatch: %s %s on %s %s: %s", patch.name, state, patch.package, version, declined)
         return
     except Exception as error:
         reason = f"{type(error).__name__}: {error}"
@@ -71,9 +73,9 @@ def _apply_to(entry, module, executed=False):
         patcher.on_revert(lambda: _forget_provided(module))
     entry.patchers[name] = patcher
     _set_target_state(entry, name, APPLIED, detail or f"patched {name}", version)
-    log = logger()
     level = 20 if _rank() == 0 else 10
-    if log.isEnabledFor(level):
+    log = logger_at(level)
+    if log is not None:
         log.log(level, "zeropatch: applied %s to %s %s (%s)", patch.name, patch.package, version, detail or name)
 
 

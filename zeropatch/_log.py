@@ -10,6 +10,16 @@ def logger():
     return logging.getLogger("zeropatch")
 
 
+def logger_at(level):
+    """The logger where a message at ``level`` would show, else None. Below WARNING nothing shows until the program
+    has imported and configured logging itself, so until then logging is not imported for it (about 5 ms, in every
+    process where a patch applies at ``import zeropatch``)."""
+    if level < 30 and "logging" not in sys.modules:
+        return None
+    log = logger()
+    return log if log.isEnabledFor(level) else None
+
+
 def _rank():
     dist = sys.modules.get("torch.distributed")
     try:

@@ -14,10 +14,15 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
     """``xformers.ops.memory_efficient_attention`` on SDPA: ``[B, M, H, K]`` (or ``[B, M, K]``, or grouped
     ``[B, M, G, H, K]``) in and out; ``attn_bias`` None, an additive tensor (``[B, H, Mq, Mk]``, broadcastable, or
     ``[B*H, Mq, Mk]``), or an ``xformers.ops.fmha.attn_bias`` object (xformers' own or the stand-ins below);
-    ``p`` is applied whenever given (as xformers does, in eval too). ``op`` names a compiled kernel: ignored."""
+    ``p`` is applied whenever given (as xformers does, in eval too). ``op`` names a compiled kernel: ignored.
+    Grouped ``[B, M, G, H, K]`` keys and values expanded over H (stride 0, xformers' form of grouped-query heads)
+    are not copied: each group's one head is shared by its H query heads."""
     shape = query.shape
     if query.dim() == 3:
         query, key, value = query.unsqueeze(2), key.unsqueeze(2), value.unsqueeze(2)
+    elif query.dim() == 5 and key.stride(3) == 0 and value.stride(3) == 0:
+        # grouped-query heads as xformers takes them: each group's key / value head expanded over its heads
+        query, key, value = query.flatten(2, 3), key[:, :, :, 0], value[:, :, :, 0]
     elif query.dim() == 5:
         query, key, value = query.flatten(2, 3), key.flatten(2, 3), value.flatten(2, 3)
     elif query.dim() != 4:

@@ -9,16 +9,21 @@ them), a cache's size at a time (8 MB on the CPU, 64 MB on a GPU) into one reuse
 
 One ``torch._foreach_lerp_`` per (device, dtype) group reads two tensors and writes one: 3 memory units
 per element where ``mul_`` + ``add_`` take 5, and a handful of kernel launches instead of two per tensor.
-The pairing of EMA tensors with their sources is cached per EMA model and re-checked on every call against
-the live module trees (every module's parameter and child names, each parameter's identity, dtype, device
-and requires_grad) and the master each parameter maps to, so that a parameter replaced, added, removed,
-renamed, frozen or cast between calls never meets a stale plan. The check reads the trees directly rather
-than through ``named_parameters()`` (which builds every name): about a quarter of the cost.
+The pairing of EMA tensors with their sources is kept per EMA model and re-checked on every call against
+the live module trees, so that a parameter replaced, added, removed, renamed, frozen or cast between calls
+(on either side) never meets a stale plan: every module's parameter and child names and each parameter
+slot's identity, read from ``_parameters`` / ``_modules`` without building names; each model parameter's
+requires_grad; each paired tensor's dtype and device; each mastered parameter's dtype and its master; and
+the shapes of the pairs converted through a buffer. The per-tensor reads go through C-level ``map``s over
+lists kept by the plan, never a Python loop: on a GPU this re-check is what the device waits for before the
+first kernel (``python benchmarks/ema.py --overhead``: a third less than the earlier per-parameter tuples).
 """
 
 import weakref
+from operator import attrgetter, is_
 
 _PLANS = weakref.WeakKeyDictionary()  # ema_model -> _Plan
+_DTYPE, _DEVICE, _SHAPE, _REQUIRES_GRAD = map(attrgetter, ("dtype", "device", "shape", "requires_grad"))
 
 
 def _masters_of(optimizer):
@@ -39,21 +44,28 @@ def _masters_of(optimizer):
     )
 
 
-def _layout(module):
-    """Everything ``named_parameters()`` and a plan depend on, read without building names: for every module
-    reached through ``_modules``, its parameter and child names, and each parameter's identity, dtype,
-    device and requires_grad. Equal layouts mean the same named parameters with the same properties."""
-    layout = []
-    pending = [module]
-    while pending:
-        current = pending.pop()
+def _tree(module):
+    """Everything ``named_parameters()`` depends on, read without building names: every module's parameter and
+    child names (reached through ``_modules``, in walk order), and every parameter slot (``None`` included).
+    Equal names and identical slots mean the same named parameters. A module reached again (shared, or a
+    submodule holding its parent) is not walked again, as ``named_modules()`` does not."""
+    names, slots, pending, expanded = [], [], [module], set()
+    for current in pending:
+        if current is None:
+            continue
         parameters, children = current._parameters, current._modules
-        layout.append(tuple(parameters))
-        layout.append(tuple(children))
-        for param in parameters.values():
-            layout.append(None if param is None else (id(param), param.dtype, param.device, param.requires_grad))
-        pending.extend(child for child in children.values() if child is not None)
-    return layout
+        names.append(tuple(parameters))
+        names.append(tuple(children))
+        slots += parameters.values()
+        if children and id(current) not in expanded:
+            expanded.add(id(current))
+            pending += children.values()
+    return names, slots
+
+
+def _identical(live, kept):
+    """Whether two lists hold the very same objects (never ``==``: that would compare tensors by value)."""
+    return len(live) == len(kept) and all(map(is_, live, kept))
 
 
 class _Masters:
@@ -70,9 +82,12 @@ class _Masters:
     def source(self, param):
         if param.dtype is self.fp32:
             return param
+        return self.map()[id(param)]
+
+    def map(self):
         if self.mapping is None:
             self.mapping = _masters_of(self.optimizer)
-        return self.mapping[id(param)]
+        return self.mapping
 
 
 # sources of another dtype are converted this much at a time, into one reused buffer: on the CPU a size that stays
@@ -114,25 +129,32 @@ class _CastChunks:
 
 class _Plan:
     """The groups of one EMA model: [(ema tensors, sources, _CastChunks or None)], one per EMA (device, dtype)
-    and source kind; with the layouts and the (parameter, master) pairs they were built from."""
+    and source kind; with everything they were built from, in the form the next call re-reads fastest: both trees
+    (names and parameter slots), every model parameter's requires_grad, each paired tensor's dtype and device (EMA
+    and source), each mastered parameter's dtype and master, and the shapes of the pairs converted through a buffer.
+    It holds parameters and masters, never a module, so that neither root is kept alive by its plan."""
 
-    __slots__ = ("layouts", "sharded", "mastered", "groups")
+    __slots__ = ("sharded", "trees", "params", "paired", "mastered", "masters", "converted", "properties", "groups")
 
-    def __init__(self, layouts, ema_model, model, masters):
-        self.layouts, self.sharded, self.mastered = layouts, masters is not None, []
+    def __init__(self, trees, ema_model, model, masters):
+        self.trees, self.sharded = trees, masters is not None
+        self.params = [param for param in trees[0][1] if param is not None]
+        self.mastered, self.masters, self.paired = [], [], []
         ema_params = dict(ema_model.named_parameters())
         grouped = {}
         for name, param in model.named_parameters():
             if name == "pos_embed" or not param.requires_grad:
                 continue
             source = param if masters is None else masters.source(param)
-            if source is not param:
-                self.mastered.append((param, source))
             ema = ema_params.get(name)
             if ema is None:
                 raise KeyError(f"the EMA model has no parameter {name!r}")
             if ema.shape != source.shape:
                 raise ValueError(f"EMA parameter {name!r} has shape {tuple(ema.shape)}, its source {tuple(source.shape)}")
+            self.paired += (ema, source)
+            if source is not param:
+                self.mastered.append(param)
+                self.masters.append(source)
             same_kind = source.dtype == ema.dtype and source.device == ema.device
             emas, sources = grouped.setdefault((ema.device, ema.dtype, same_kind), ([], []))
             emas.append(ema)
@@ -141,12 +163,24 @@ class _Plan:
             (emas, sources, None if same_kind else _CastChunks(emas))
             for (_, _, same_kind), (emas, sources) in grouped.items()
         ]
+        self.converted = [tensor for emas, sources, chunks in self.groups if chunks is not None
+                          for tensor in emas + sources]
+        self.properties = self._properties()
 
-    def fits(self, layouts, masters):
-        """Whether this plan still pairs every EMA tensor with its current source."""
-        if layouts != self.layouts or (masters is not None) != self.sharded:
+    def _properties(self):
+        return (list(map(_REQUIRES_GRAD, self.params)), list(map(_DTYPE, self.paired)), list(map(_DEVICE, self.paired)),
+                list(map(_DTYPE, self.mastered)), list(map(_SHAPE, self.converted)))
+
+    def fits(self, trees, masters):
+        """Whether this plan still pairs every EMA tensor with its current source, as a new plan would."""
+        if (masters is not None) != self.sharded:
             return False
-        return all(masters.source(param) is master for param, master in self.mastered)
+        for (names, slots), (kept_names, kept_slots) in zip(trees, self.trees):
+            if names != kept_names or not _identical(slots, kept_slots):
+                return False
+        if self._properties() != self.properties:
+            return False
+        return not self.mastered or _identical(list(map(masters.map().get, map(id, self.mastered))), self.masters)
 
 
 def fused_update_ema(ema_model, model, optimizer=None, decay=0.9999, sharded=True):
@@ -165,10 +199,10 @@ def fused_update_ema(ema_model, model, optimizer=None, decay=0.9999, sharded=Tru
         raise ValueError(f"fused_update_ema: decay must be a number between 0 and 1 (the share of the EMA kept), got {decay!r}")
     with torch.no_grad():
         masters = _Masters(optimizer, torch.float32) if sharded else None
-        layouts = (_layout(model), _layout(ema_model))
+        trees = (_tree(model), _tree(ema_model))
         plan = _PLANS.get(ema_model)
-        if plan is None or not plan.fits(layouts, masters):
-            plan = _PLANS[ema_model] = _Plan(layouts, ema_model, model, masters)
+        if plan is None or not plan.fits(trees, masters):
+            plan = _PLANS[ema_model] = _Plan(trees, ema_model, model, masters)
         weight = 1.0 - decay_value
         for emas, sources, cast_chunks in plan.groups:
             if cast_chunks is None:

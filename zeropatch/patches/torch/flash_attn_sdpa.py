@@ -11,7 +11,9 @@ Changes: when the patch is turned on by name and no flash-attn is installed, zer
 ``flash_attn.flash_attn_interface`` with flash-attn 2's attention functions on ``scaled_dot_product_attention``:
 ``flash_attn_func``, ``flash_attn_kvpacked_func``, ``flash_attn_qkvpacked_func`` and their ``varlen`` forms
 (packed tokens, ``cu_seqlens``), with ``dropout_p``, ``softmax_scale``, ``causal`` (bottom-right aligned, as since
-2.1), grouped-query heads and gradients; ``window_size``, ``softcap``, ``alibi_slopes``, ``return_attn_probs`` and
+2.1), grouped-query heads (shared, never copied, where SDPA takes them), ``window_size`` (sliding window),
+``softcap`` and ``alibi_slopes`` with flash-attn 2's definitions, and gradients; on a CUDA GPU the packed and windowed
+forms run on torch's variable-length flash kernel where the installed torch has one. ``return_attn_probs`` and
 ``block_table`` are refused by name. ``flash_attn.flash_attn_interface`` also holds 1.x's ``flash_attn_unpadded_*``
 forms (renamed in 2.0) with 1.x's causal alignment (top left), and ``flash_attn.bert_padding`` holds
 ``unpad_input`` (four values, as 1.0-2.6), ``pad_input``, ``index_first_axis`` and ``index_put_first_axis``.
