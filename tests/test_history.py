@@ -75,9 +75,13 @@ def test_what_the_history_says_the_installed_release_lacks_is_missing_there_and_
     if _history._history(top) is None or installed_version(_history._history(top)["library"]) is None:
         pytest.skip(f"no history of {top}, or {top} is not installed in this session")
     result = run_python(f"""
-        import importlib
+        import importlib, sys
         from zeropatch import _history
-        library = importlib.import_module({top!r})
+        try:
+            library = importlib.import_module({top!r})
+        except ImportError as error:  # a session's old pin on a newer stack (Latte's diffusers 0.24, today's hub)
+            print("does not import without zeropatch:", error)
+            sys.exit(0)
         ANSWERED = ("Tokenizer", "TokenizerFast", "ImageProcessorFast")
         missing = moved = 0
         for name in _history._history({top!r})["names"].get({top!r}, {{}}):
@@ -100,6 +104,8 @@ def test_what_the_history_says_the_installed_release_lacks_is_missing_there_and_
         print("missing", missing, "moved", moved)
     """, env=clean_environment(ZEROPATCH="0"))
     assert_ok(result)
+    if "does not import without zeropatch" in result.stdout:
+        pytest.skip(f"the installed {top} {result.stdout.strip()}")
     assert "missing" in result.stdout
 
 
