@@ -5,6 +5,7 @@ modules, moves and aliases on two small releases written here."""
 
 import importlib
 import importlib.util
+import re
 import sys
 import zipfile
 
@@ -173,6 +174,22 @@ def test_check_names_what_the_history_says_and_never_counts_it_fixed(tmp_path):
     assert "huggingface_hub.ModelFilter was removed in huggingface_hub 0.24" in lines[first + 1], result.stdout
     second = [line for line in lines if "train.py:2" in line]
     assert len(second) == 1 and second[0].lstrip().startswith("fixed"), result.stdout
+
+
+def test_check_leaves_a_name_the_package_still_answers_though_a_submodule_of_that_name_went(tmp_path):
+    """huggingface_hub 0.11 renamed its submodule ``snapshot_download`` (the history records the module's removal),
+    but the package still answers ``from huggingface_hub import snapshot_download`` with the function: not a break
+    (seen on AnimateDiff's utils/util.py). A submodule that really went is still named."""
+    if installed_version("huggingface_hub") is None or installed_version("diffusers") is None:
+        pytest.skip("needs huggingface_hub and diffusers installed")
+    record = _history.removal("huggingface_hub", "snapshot_download")
+    assert record is not None and record.name is None and _history.missing_here(record), record  # the module's
+    script = tmp_path / "util.py"
+    script.write_text("from huggingface_hub import snapshot_download\nfrom diffusers.models import unet_2d_condition\n")
+    result = run_command(ZEROPATCH + ["check", "--static", "--patches", "0", script])
+    assert "util.py:1" not in result.stdout, result.stdout
+    if _history.missing_here(_history.removal("diffusers.models", "unet_2d_condition")):  # a patch's, or history's
+        assert re.search(r"(BREAKS|NO FIX) +util\.py:2 ", result.stdout), result.stdout
 
 
 # -- the tool ---------------------------------------------------------------------------------------------------------

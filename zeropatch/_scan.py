@@ -186,11 +186,35 @@ def _history_findings(reader):
         seen.add(id(node))
         asked = [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else [
             (module, alias.name) for alias in node.names if alias.name != "*"] or [(module, None)]
-        records = [record for record in (removal(*pair) for pair in asked) if record and missing_here(record)]
+        records = [record for record, (package, name) in ((removal(*pair), pair) for pair in asked)
+                   if record and missing_here(record)
+                   # `from package import name`, where the history knows a removed submodule package.name: the
+                   # package may still answer the name itself (huggingface_hub's snapshot_download function)
+                   and not (record.name is None and name is not None and _package_names(package, name))]
         if records:
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
                                  advice="; ".join(dict.fromkeys(describe(record) for record in records))))
     return found
+
+
+def _package_names(package, name):
+    """Whether the installed ``package``'s ``__init__`` defines, imports or lists ``name`` (read as text, found without
+    importing anything: a lazy module lists its names as strings)."""
+    import importlib.util
+
+    top, *rest = package.split(".")
+    spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, *rest, "__init__.py")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8-sig", errors="replace") as file:
+                text = file.read()
+            word = re.escape(name)
+            return re.search(rf"[\"']{word}[\"']|^\s*(def|class)\s+{word}\b|\bimport\b[^\n]*\b{word}\b|^{word}\s*=",
+                             text, flags=re.M) is not None
+    return False
 
 
 def _pin_findings(files, base, entries):
