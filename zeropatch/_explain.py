@@ -29,8 +29,8 @@ def _here(patch):
 
 
 def explanation(text, here=_here):
-    """(lines, whether a patch fixes it) for an error text; ``here(name)``: the patch's state where it is asked (this
-    process's, or a job's): (affected releases, state)."""
+    """(lines, whether a patch fixes it) for an error text; ``here(patch)``: (its affected releases, its state) where
+    it is asked (this process, or a job)."""
     lines = [f"No patch can fix this ({patch.package} drift known to {patch.name}): {advice}"
              for patch, advice in _core.advice_for_error(text)]
     lines += [f"No patch can fix this ({module} has no build for the installed torch): {advice}"

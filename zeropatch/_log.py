@@ -13,7 +13,7 @@ def logger():
 def logger_at(level):
     """The logger where a message at ``level`` would show, else None. Below WARNING nothing shows until the program
     has imported and configured logging itself, so until then logging is not imported for it (about 5 ms, in every
-    process where a patch applies at ``import zeropatch``)."""
+    process where a patch applies at ``import zeropatch``, or a patch informs at a call)."""
     if level < 30 and "logging" not in sys.modules:
         return None
     log = logger()
@@ -39,7 +39,9 @@ _LOGGED = set()
 def _log_once(level, message):
     if message not in _LOGGED:
         _LOGGED.add(message)
-        logger().log(level, "zeropatch: %s", message)
+        log = logger_at(level)
+        if log is not None:
+            log.log(level, "zeropatch: %s", message)
 
 
 def warn_once(message):
