@@ -139,7 +139,10 @@ def case_opensora(size, device, dtype):
             q, k, v, attn_bias=real_mask)
     direct = {"SDPA per sample": lambda: torch.cat([
         sdpa(q[:, i * tokens:(i + 1) * tokens], k[:, a:b], v[:, a:b])
-        for i, (a, b) in enumerate(mask.k_seqinfo.intervals())], dim=1)}
+        for i, (a, b) in enumerate(mask.k_seqinfo.intervals())], dim=1),
+        "SDPA per sample, split": lambda: torch.cat([  # one split each: its backward is one cat, not a slice's each
+            sdpa(*parts) for parts in zip(q.split(tokens, dim=1), k.split(captions, dim=1), v.split(captions, dim=1))],
+            dim=1)}
     kernel = direct_varlen(device)
     if kernel is not None and dtype != torch.float32 and dim % 8 == 0:
         cumulative = [torch.tensor(s, dtype=torch.int32, device=device) for s in starts]

@@ -2,12 +2,12 @@
 yardsticks of the same bytes: one plain (foreach) copy, one flat copy, one lerp over a single flat buffer (the
 floor for any EMA step: no per-tensor cost at all), and the bare foreach update fused_update_ema launches (the same
 ``torch._foreach_lerp_`` on lists built once: fused minus bare is zeropatch's own per-call work, the plan's
-re-check against the live module trees); on a GPU also "split", a question for the device: one ``lerp_`` per tensor
-of at least --split-elements elements and one foreach for the rest (the multi-tensor kernel launches at most 320
-blocks at a time, too few to fill an H100 / H200 with large tensors; elementwise ``lerp_`` fills it).
+re-check against the live module trees); also "split N", a question for the device: one ``lerp_`` per tensor of
+at least N elements (--split-elements, a comma list) and one foreach for the rest (the multi-tensor kernel launches
+at most 320 blocks at a time, too few to fill an H100 / H200 with large tensors; elementwise ``lerp_`` fills it).
 
 Run: python benchmarks/ema.py [--device cpu|cuda] [--blocks 28] [--hidden 384] [--dtype fp32|bf16] [--sharded]
-                             [--rounds 15] [--cast-chunk-mb N] [--split-elements N] [--overhead [--calls 20]]
+                             [--rounds 15] [--cast-chunk-mb N] [--split-elements N[,N...]] [--overhead [--calls 20]]
 ``--sharded``: the sources of non-fp32 parameters are fp32 masters held by an optimizer (a stand-in answering both
 ColossalAI spellings), as Open-Sora runs under ZeRO; with ``--dtype bf16`` the EMA then reads fp32 masters.
 DiT-XL/2 (675M parameters): ``--blocks 28 --hidden 1152``.
@@ -84,6 +84,22 @@ def one_step_difference(ema, model, **kwargs):
     return worst
 
 
+def split_candidates(ema_tensors, tensors, threshold, timed):
+    """{"split N": step}: one ``lerp_`` per tensor of at least ``threshold`` elements, one foreach for the rest (a
+    GPU's multi-tensor kernel runs at most 320 blocks a launch; an elementwise ``lerp_`` fills the device)."""
+    large = [(e, s) for e, s in zip(ema_tensors, tensors) if e.numel() >= threshold]
+    small = [(e, s) for e, s in zip(ema_tensors, tensors) if e.numel() < threshold]
+    small_emas, small_sources = [e for e, _ in small], [s for _, s in small]
+
+    def split():
+        for ema_tensor, source in large:
+            ema_tensor.lerp_(source, 0.001)
+        if small_emas:
+            torch._foreach_lerp_(small_emas, small_sources, 0.001)
+
+    return {f"split {threshold}": timed(split)} if large else {}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -94,8 +110,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--overhead", action="store_true", help="tiny tensors: the host cost of each call")
     parser.add_argument("--calls", type=int, default=20, help="--overhead: calls per timed sample")
-    parser.add_argument("--split-elements", type=int, default=1 << 21, help="the 'split' candidate: one lerp_ per "
-                        "tensor of at least this many elements, one foreach for the rest")
+    parser.add_argument("--split-elements", default=str(1 << 21), help="the 'split' candidates (comma list of "
+                        "thresholds): one lerp_ per tensor of at least this many elements, one foreach for the rest")
     parser.add_argument("--cast-chunk-mb", type=int, help="bf16 sources: convert this much at a time (default: "
                         f"zeropatch's, {zeropatch.ema.CAST_CHUNK_BYTES >> 20} MB on the CPU, "
                         f"{zeropatch.ema.GPU_CAST_CHUNK_BYTES >> 20} MB on a GPU)")
@@ -132,18 +148,8 @@ def main():
     same_kind = tensors[0].dtype == ema_tensors[0].dtype
     if same_kind:  # what fused launches, without its plan's re-check (bf16 sources go through a conversion buffer)
         candidates["bare foreach"] = timed(lambda: torch._foreach_lerp_(ema_tensors, tensors, 0.001))
-        large = [(e, s) for e, s in zip(ema_tensors, tensors) if e.numel() >= args.split_elements]
-        small_emas = [e for e in ema_tensors if e.numel() < args.split_elements]
-        small_sources = [s for e, s in zip(ema_tensors, tensors) if e.numel() < args.split_elements]
-
-        def split():  # a GPU's multi-tensor kernel runs at most 320 blocks a launch; lerp_ fills the device
-            for ema_tensor, source in large:
-                ema_tensor.lerp_(source, 0.001)
-            if small_emas:
-                torch._foreach_lerp_(small_emas, small_sources, 0.001)
-
-        if large and not args.overhead:
-            candidates["split"] = timed(split)
+        for threshold in map(int, args.split_elements.split(",")):
+            candidates.update(split_candidates(ema_tensors, tensors, threshold, timed))
     if not args.overhead:
         flat_ema = torch.zeros(sum(t.numel() for t in ema_tensors), dtype=ema_tensors[0].dtype, device=device)
         flat_source = torch.zeros(flat_ema.numel(), dtype=tensors[0].dtype, device=device)
@@ -187,8 +193,7 @@ def main():
     copy_ratio = median_ratio(samples, "fused", "plain copy")
     print(f"  fused / plain copy:   {copy_ratio:.2f} (bandwidth bound {bound:.2f}; target: CPU <= {bound / 0.9:.2f}, 90% of it)")
     limit = bound * statistics.median(samples["flat copy"])
-    for label in ("fused", "bare foreach", "split"):
-        if label in samples:
+    for label in [label for label in samples if label in ("fused", "bare foreach") or label.startswith("split")]:
             print(f"  {label} / memory limit: {median_ratio(samples, label, 'flat copy') / bound:.2f} (the limit: "
                   f"{bound:.2f} x a flat copy = {limit * 1e3:.2f} ms; target: GPU <= 1.1)")
     print(f"  fused / flat floor:   {median_ratio(samples, 'fused', 'flat floor'):.2f}; "

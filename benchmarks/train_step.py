@@ -7,8 +7,8 @@ optimizer, the argparse Namespace) and read back with a plain ``torch.load``. Ep
 small folder of images), so the DataLoader's workers are started again every ``--epoch-steps`` steps: their start-up
 and shut-down are inside the timed steps, as they are in DiT's Train Steps/Sec.
 
-Each case is a real process tree, started plainly, under `zeropatch run --` (the default set) and under
-`zeropatch run --patches NAME --`, through torchrun (one rank, gloo; nccl with --device cuda) or plain python; the
+Each case is a real process tree, started plainly, under `zeropatch run --` (the default set), with --hook by the
+start-up hook alone (ZEROPATCH=1: no launcher, no job records) and under `zeropatch run --patches NAME --`, through torchrun (one rank, gloo; nccl with --device cuda) or plain python; the
 cases run interleaved, round after round. Printed: steps/sec per case (median of rounds), the median of each round's
 time ratio to the plain run (>1: slower than plain), the same ratio for CPU seconds (the training process and its
 DataLoader workers, user + system: what zeropatch would add anywhere in them, and steadier than wall time on a busy
@@ -18,7 +18,7 @@ timed steps, its tracked objects, modules and torch threads. --start-method spaw
 on Linux) starts each epoch's workers as new interpreters, in which zeropatch is active too (forkserver's workers are
 the server's children: their CPU time is not counted).
 
-Run: python benchmarks/train_step.py [--rounds 3] [--steps 24] [--epoch-steps 2] [--launcher torchrun|python]
+Run: python benchmarks/train_step.py [--rounds 3] [--steps 24] [--epoch-steps 2] [--launcher torchrun|python] [--hook]
                                     [--patches torch_load,gloo_exit] [--device cpu|cuda] [--hidden 128 --depth 4]
                                     [--threads N] [--start-method fork|spawn|forkserver] [--image-size 64]
 Target: default set <= 1.005x the plain step time on a GPU; no difference on the CPU either.
@@ -324,7 +324,7 @@ def command_for(args, case, data, out):
         launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"] + script
     else:  # one plain process; the group's rendezvous is a file, so no port is needed
         launch = [sys.executable] + script
-    if case == "plain":
+    if case in ("plain", "hook"):  # hook: ZEROPATCH=1 through the bootstrap (run_case), no launcher, no job records
         return launch
     patches = [] if case == "zeropatch" else ["--patches", case.split(":", 1)[1]]
     return [sys.executable, "-m", "zeropatch", "run"] + patches + ["--"] + launch
@@ -335,6 +335,10 @@ def run_case(args, case, data, timeout):
     with tempfile.TemporaryDirectory(prefix="zeropatch-train-step-") as out:
         if args.launcher == "python":
             environment["ZP_TRAIN_STEP_INIT"] = "file://" + os.path.join(out, "rendezvous")
+        if case == "hook":
+            from zeropatch import _job
+
+            environment = _job.run_environment(environment, "1")
         try:
             done = subprocess.run(command_for(args, case, data, out), env=environment, cwd=out, timeout=timeout,
                                   capture_output=True, text=True)
@@ -352,7 +356,8 @@ def compare(args):
         import torchvision  # noqa: F401
     except ImportError as missing:
         sys.exit(f"train_step.py reads its images as DiT does, with torchvision and Pillow: {missing}")
-    cases = ["plain", "zeropatch"] + [f"patch:{name}" for name in args.patches.split(",") if name]
+    cases = ["plain", "zeropatch"] + (["hook"] if args.hook else []) + [
+        f"patch:{name}" for name in args.patches.split(",") if name]
     with tempfile.TemporaryDirectory(prefix="zeropatch-train-step-data-") as data:
         per_class = max(1, args.epoch_steps * args.batch // args.classes)
         write_images(data, args.classes, per_class, args.image_size)
@@ -390,6 +395,8 @@ def main():
     parser.add_argument("--warmup-rounds", type=int, default=1, help="rounds run first and not counted")
     parser.add_argument("--launcher", choices=["torchrun", "python"], default="torchrun")
     parser.add_argument("--patches", default="torch_load,gloo_exit", help="comma list: each also run alone")
+    parser.add_argument("--hook", action="store_true", help="also a case activated by the start-up hook alone "
+                        "(ZEROPATCH=1, no `zeropatch run`: no launcher, no job records)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--steps", type=int, default=24, help="timed steps per run")
     parser.add_argument("--warmup-steps", type=int, default=2)

@@ -11,7 +11,8 @@ The suite is a CPU suite: a machine's GPUs are hidden from it and from every sub
 HIP_VISIBLE_DEVICES), so that a GPU machine runs exactly what CI runs. Run there, tests written for a machine
 without a GPU failed on what a real GPU answers (13 on an H200, 2026-11-26: the rehearsal's "without" halves,
 xformers' bias objects made on the GPU, accelerate's two ranks asking for a second GPU).
-benchmarks/gpu_check.sh checks the GPU side.
+benchmarks/gpu_check.sh checks the GPU side; it runs the tests written for a GPU (those named ``on_a_gpu``, which skip
+on a CPU) with ZEROPATCH_TEST_GPUS=1, which leaves the GPUs visible.
 """
 
 import os
@@ -36,7 +37,8 @@ PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing els
 # and AF_UNIX paths are short
 TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")
 os.makedirs(TEMPORARY)
-os.environ.update(CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")  # before torch is imported here or anywhere below
+if os.environ.get("ZEROPATCH_TEST_GPUS") != "1":
+    os.environ.update(CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")  # before torch is imported here or anywhere below
 
 
 def pytest_sessionfinish(session):

@@ -340,6 +340,27 @@ def test_the_dense_block_diagonal_path_equals_a_float64_attention(causal, dtype)
           lambda q, k, v: reference(q[None], k[None], v[None], visible)[0], tensors, getattr(torch, dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_grouped_path_takes_segments_with_gaps_as_slices(dtype):
+    """Segments that do not tile the packed tensors (keys from row 1, rows left over at the end: padded layouts) are
+    each a slice, where tiling ones are one split: forward and backward as the reference, equal-length segments
+    batched, an empty one included; rows outside every segment get no gradient."""
+    import torch
+
+    from zeropatch import _attention as A
+
+    torch.manual_seed(0)
+    q_starts, k_starts = [0, 5, 5, 12, 17], [1, 5, 11, 20, 24]
+    tensors = [torch.randn(19, 4, 8), torch.randn(26, 2, 8), torch.randn(26, 2, 8)]
+
+    def expected(q, k, v):
+        return torch.cat([reference(q[None, q_starts[i]:q_starts[i + 1]], k[None, k_starts[i]:k_starts[i + 1]],
+                                    v[None, k_starts[i]:k_starts[i + 1]])[0] for i in range(len(q_starts) - 1)])
+
+    check(lambda q, k, v: A.varlen_attention(q, k, v, q_starts, k_starts, dense=False), expected, tensors,
+          getattr(torch, dtype))
+
+
 def test_block_diagonal_attention_builds_no_mask_over_the_packed_sequence(monkeypatch):
     """Open-Sora's cross-attention packs B samples: on a CPU, SDPA gets each (query, key)-length group on exactly its
     tokens, with no mask at all; equal segments go in as one batch."""
@@ -470,16 +491,16 @@ def test_the_variable_length_kernel_is_chosen_only_where_it_computes_the_same(mo
 
 
 def test_on_a_gpu_the_kernels_compute_what_the_sdpa_paths_compute():
-    """Where a CUDA GPU is present (the GPU check's suite run; skipped on a CPU): the variable-length flash kernel and
-    SDPA's grouped-query heads against the float64 attention, forward and gradients, as the CPU forms are checked."""
+    """Where a CUDA GPU is present (benchmarks/gpu_check.sh runs it; skipped on a CPU): packed, block-diagonal, causal
+    grouped-query and windowed attention on the GPU's paths (torch's variable-length flash kernel where this torch
+    has one that serves, else SDPA's GPU kernels) against the float64 attention, forward and gradients, as the CPU
+    forms are checked."""
     import torch
 
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    from zeropatch import _attention as A, _flash_attn_api as FA, _xformers_api as X
+    from zeropatch import _flash_attn_api as FA, _xformers_api as X
 
-    if A.varlen_kernel(torch.device("cuda")) is None:
-        pytest.skip("this torch or GPU has no variable-length flash kernel")
     torch.manual_seed(0)
     q_lengths, k_lengths = [40, 7, 300, 129], [50, 7, 290, 200]
     cu_q, cu_k = (torch.tensor([sum(lengths[:i]) for i in range(5)], dtype=torch.int32, device="cuda")

@@ -25,6 +25,7 @@ up to an 8.7 MiB mask, even at 35 MiB, 1.1-1.2x slower at 143 MiB; in float32 2.
 call. Imported only when one of those patches applies (torch is loaded).
 """
 
+import contextlib
 import functools
 import inspect
 import math
@@ -36,6 +37,16 @@ import torch.nn.functional as F
 DENSE_MASK_BYTES = {torch.float16: 16 << 20, torch.bfloat16: 16 << 20, torch.float32: 1 << 20}
 TOP_LEFT = "top-left"  # xformers' LowerTriangularMask, torch's is_causal: query i sees keys 0..i
 BOTTOM_RIGHT = "bottom-right"  # flash-attn >= 2.1: the last query sees every key (1.x and 2.0 aligned top left)
+
+
+def _as_given(device_type):
+    """The originals compute in the dtype they are given: autocast off for the call, where it is on (entering the
+    context costs microseconds a call, which a GPU waits for when the calls are small)."""
+    try:
+        on = torch.is_autocast_enabled(device_type)
+    except TypeError:  # torch < 2.4 takes no device type here
+        on = True
+    return torch.autocast(device_type, enabled=False) if on else contextlib.nullcontext()
 
 
 def attention(q, k, v, *, bias=None, causal=None, dropout_p=0.0, scale=None, window=(-1, -1), alibi_slopes=None,
@@ -94,7 +105,7 @@ def attention(q, k, v, *, bias=None, causal=None, dropout_p=0.0, scale=None, win
         gqa = {}
         if q.shape[1] != k.shape[1]:
             k, v, gqa = _share_heads(q, k, v, bias, dropout_p, causal is not None)
-        with torch.autocast(q.device.type, enabled=False):  # the originals compute in the dtype they are given
+        with _as_given(q.device.type):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p,
                                                  is_causal=causal is not None, scale=scale, **gqa)
     out = out.transpose(1, 2)
@@ -116,7 +127,7 @@ def _scored_attention(q, k, v, bias, visible, scale, softcap, dropout_p):
     if q.shape[1] != k.shape[1]:
         k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
     compute = torch.promote_types(q.dtype, torch.float32)
-    with torch.autocast(q.device.type, enabled=False):
+    with _as_given(q.device.type):
         scores = q.to(compute) @ k.to(compute).transpose(-1, -2) * (q.shape[-1] ** -0.5 if scale is None else scale)
         if softcap:
             scores = torch.tanh(scores / softcap) * softcap
@@ -199,19 +210,31 @@ def varlen_attention(q, k, v, q_starts, k_starts, *, causal=None, dropout_p=0.0,
     groups = {}  # (query length, key length) -> segments: one SDPA call each, no mask, no padding
     for index, (q_start, q_end, k_start, k_end) in enumerate(segments):
         groups.setdefault((q_end - q_start, k_end - k_start), []).append(index)
+    parts = {"q": _segment_parts(q, q_starts), "k": _segment_parts(k, k_starts), "v": _segment_parts(v, k_starts)}
     pieces = [None] * len(segments)
     for members in groups.values():
-        def stack(tensor, first, last):
-            parts = [tensor[segments[i][first]:segments[i][last]] for i in members]
-            return parts[0].unsqueeze(0) if len(parts) == 1 else torch.stack(parts)
+        def batch(name):
+            chosen = [parts[name][i] for i in members]
+            return chosen[0] if len(chosen) == 1 else torch.cat(chosen)
 
         slopes = alibi_slopes
         if slopes is not None and slopes.dim() == 2:  # one row per segment
             slopes = slopes[members]
-        out = attention(stack(q, 0, 1), stack(k, 2, 3), stack(v, 2, 3), **{**options, "alibi_slopes": slopes})
-        for row, index in enumerate(members):
-            pieces[index] = out[row]
-    return torch.cat(pieces) if pieces else q.new_zeros(0, q.shape[1], v.shape[-1])
+        out = attention(batch("q"), batch("k"), batch("v"), **{**options, "alibi_slopes": slopes})
+        for index, piece in zip(members, (out,) if len(members) == 1 else out.split(1)):
+            pieces[index] = piece
+    return torch.cat(pieces, dim=1).squeeze(0) if pieces else q.new_zeros(0, q.shape[1], v.shape[-1])
+
+
+def _segment_parts(tensor, starts):
+    """Each segment of ``tensor`` along its first dimension, as a batch of one (``[1, length, ...]``): one ``split``
+    where the segments tile it (flash-attn's and xformers' packed layouts; its backward is one ``cat``, where a slice
+    per segment would make and add a full-size gradient for each), else a slice each (segments with gaps, as padded
+    keys leave)."""
+    lengths = _lengths(starts)
+    if starts[0] == 0 and starts[-1] == tensor.shape[0]:
+        return tensor.unsqueeze(0).split(lengths, dim=1)
+    return [tensor[start:start + length].unsqueeze(0) for start, length in zip(starts, lengths)]
 
 
 def _as_ints(starts):
