@@ -89,7 +89,7 @@ def test_install_twice_is_one_install(sample):
         assert applied == ["sample_target"], applied
         assert sample_target.greet() == "patched"
         assert not hasattr(sample_target.greet.__wrapped__, "__wrapped__")   # wrapped once, not twice
-        assert sum(1 for level, message in records if level == "INFO") == 1
+        assert sum(1 for level, message in records if level == "INFO" and " sample " in message) == 1
     '''))
 
 
@@ -173,7 +173,7 @@ def test_an_explicit_patch_failing_later_logs_an_error_but_keeps_the_import(samp
         zeropatch.install("sample")
         import sample_target
         assert sample_target.greet() == "old"
-        assert [level for level, _ in records] == ["ERROR"], records
+        assert [level for level, message in records if " sample " in message] == ["ERROR"], records
     ''', mode="raise"))
 
 
@@ -255,10 +255,11 @@ def test_import_does_not_import_any_target():
 
 
 def test_info_lines_only_on_rank_zero(sample):
+    # only the sample's lines: default patches on the standard library (collections, threading) apply at the import too
     body = '''
         import sample_target
         zeropatch.install("sample")
-        print([level for level, _ in records])
+        print([level for level, message in records if " sample " in message])
     '''
     assert sample(body, RANK="0").stdout.strip() == "['INFO']"
     assert sample(body, RANK="1").stdout.strip() == "['DEBUG']"

@@ -82,6 +82,12 @@ CASES = {
                                   "import dataclasses; C = dataclasses.make_dataclass('C', [('x', list, "
                                   "dataclasses.field(default_factory=list))]); assert C().x == [] and C().x is not C().x",
                                   False),
+    "moved_names": (("transformers",), ("transformers",),
+                    "from transformers.modeling_utils import PreTrainedModel; import transformers; "
+                    "assert transformers.BertConfig.__name__ == 'BertConfig'", False),
+    "python_removed_names": ((), ("collections", "inspect", "fractions", "base64", "threading"),
+                             "import collections.abc, inspect; assert inspect.getfullargspec(lambda a, *, b: 0).kwonlyargs == "
+                             "['b'] and isinstance({}, collections.abc.Mapping)", False),
     "hf_safe_serialization": (("transformers",), ("transformers.modeling_utils", "transformers.trainer"),
                               "from transformers import PreTrainedModel, Trainer; assert callable(Trainer._save)", False),
     "hf_trainer_tokenizer": (("transformers",), ("transformers.trainer", "transformers.trainer_seq2seq"),
@@ -239,12 +245,16 @@ def assert_reverted(recorded, undone=()):
     """Every change in ``recorded`` is undone. ``undone``: the values another patch set, uninstalled before: an
     original that was one of them (this patch stacked on it) is what that one wrapped."""
     from zeropatch._core import _ABSENT
+    from zeropatch._patcher import ModuleGetter
     for owner, attr, original, value in recorded:
         while any(original is other for other in undone):
             original = original.__wrapped__
         current = vars(owner).get(attr, _ABSENT)
-        while current is not original and current is not value and hasattr(current, "_self_wrapper"):
-            current = current.__wrapped__  # another patch's wrapper, still on: the original must be right under it
+        while current is not original and current is not value and (
+                hasattr(current, "_self_wrapper") or isinstance(current, ModuleGetter)):
+            # another patch's wrapper (or module __getattr__), still on: the original must be right under it
+            current = current.previous if isinstance(current, ModuleGetter) else current.__wrapped__
+            current = _ABSENT if current is None else current  # a getter now on its own: the module had none
         if attr == "__new__" and current is not original:   # documented: CPython cannot take a __new__ back off a class
             from zeropatch.patches.accelerate.ds_scheduler import pass_through_new
             assert current is pass_through_new, (owner, attr)

@@ -30,6 +30,7 @@ PUTS_BACK = {
     "timm_legacy_api": ("timm.optim.optim_factory", "timm.data.transforms"),
     "torchvision_get_image_size": ("torchvision.transforms.functional",),
     "torchaudio_backends": ("torchaudio",),
+    "python_removed_names": ("collections", "inspect", "fractions", "base64"),  # and Thread.isAlive (add_methods)
 }
 # patches that change more than the names they put back: applied with nothing put back on a release that has the names
 # (timm 0.5: qk_scale went, add_weight_decay not yet)
@@ -59,8 +60,8 @@ from zeropatch._core import _PutBack
 zeropatch.install({name!r})
 modules = [importlib.import_module(module) for module in {modules!r}]
 checked = {{}}
-library = {modules[0].split(".")[0]!r}
-for module in [module for name, module in list(sys.modules.items()) if name.split(".")[0] == library]:
+libraries = {{module.split(".")[0] for module in {modules!r}}}  # one library, or the standard modules a patch names
+for module in [module for name, module in list(sys.modules.items()) if name.split(".")[0] in libraries]:
     getter = vars(module).get("__getattr__")
     while isinstance(getter, _PutBack):
         for attr, value in getter.names.items():

@@ -27,6 +27,11 @@ Between consecutive releases, each module or name the older had and the newer la
 
 Only the changes are written, with the last release that had the name, the first without it and, when a later
 release brought it back, that release. The per-release tables are cached beside the archives.
+
+Written with them, from them: ``zeropatch/_history_holders.py``, per top-level package the modules that must answer a
+moved or retired name by attribute (``_history.holders``), which the ``moved_names`` patch watches for without
+opening a history file. ``python tools/api_history.py --holders`` writes it again from the data files alone (offline);
+tests/test_history.py fails while it differs.
 """
 
 import argparse
@@ -35,6 +40,7 @@ import gzip
 import hashlib
 import json
 import os
+import pprint
 import re
 import subprocess
 import sys
@@ -46,6 +52,7 @@ from packaging.version import InvalidVersion, Version
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "zeropatch", "_api_history")
+HOLDERS = os.path.join(os.path.dirname(HERE), "zeropatch", "_history_holders.py")
 FORMAT = 8  # bumped when the tables change: cached tables of another format are read again
 
 # distribution -> (its top-level packages, the first minor release since 2021 (released in 2021 or its last patch
@@ -697,6 +704,26 @@ def build(distribution, cache, out):
     return paths, usable, time.monotonic() - started
 
 
+def holders_text(folder=OUT):
+    """The text of ``zeropatch/_history_holders.py``, from the data files in ``folder``."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    from zeropatch._history import holders
+
+    found = {}
+    for file in sorted(os.listdir(folder)):
+        if file.endswith(".json.gz"):
+            with gzip.open(os.path.join(folder, file), "rt", encoding="utf-8") as opened:
+                found[file[:-len(".json.gz")]] = holders(json.load(opened))
+    return ('"""Per top-level package, the modules that answer a moved or retired name by attribute (the ``moved_names`` '
+            'patch\nwatches them). Written by ``python tools/api_history.py --holders`` from zeropatch/_api_history; '
+            'never edit it by hand."""\n\nHOLDERS = ' + pprint.pformat(found, width=120, compact=True) + "\n")
+
+
+def write_holders(folder=OUT):
+    with open(HOLDERS, "w") as file:
+        file.write(holders_text(folder))
+
+
 def _two_at_a_time(tables_of):
     """``tables_of``, keeping the last two releases' tables (the diff reads each twice)."""
     cache = {}
@@ -716,7 +743,12 @@ def main(argv=None):
                         help=f"comma-separated, of: {', '.join(LIBRARIES)} (default: all but torch)")
     parser.add_argument("--cache", default=default_cache(), help="where the archives and tables are kept")
     parser.add_argument("--out", default=OUT, help="where the data files are written")
+    parser.add_argument("--holders", action="store_true", help="only write zeropatch/_history_holders.py again, from "
+                        "the data files (offline)")
     args = parser.parse_args(argv)
+    if args.holders:
+        write_holders(args.out)
+        return
     chosen = [name.strip() for name in args.libraries.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in LIBRARIES]
     if unknown:
@@ -727,6 +759,7 @@ def main(argv=None):
         size = sum(os.path.getsize(path) for path in paths)
         print(f"{distribution}: {len(versions)} releases ({versions[0]} .. {versions[-1]}), {size / 1024:.1f} KiB "
               f"in {', '.join(os.path.relpath(path) for path in paths)}, {seconds:.0f} s", flush=True)
+    write_holders(args.out)
 
 
 if __name__ == "__main__":

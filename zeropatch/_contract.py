@@ -8,6 +8,9 @@ SKIPPED = "skipped"
 FAILED = "failed"
 DISABLED = "disabled"
 STATES = (APPLIED, WAITING, NOT_NEEDED, SKIPPED, FAILED, DISABLED)
+# the ``package`` of a patch made from the API history: its targets are the top-level packages of several libraries,
+# each the version that counts for its own target
+HISTORY = "api-history"
 
 
 class Skip(Exception):

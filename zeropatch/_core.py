@@ -19,7 +19,8 @@ from zeropatch._config import (  # noqa: F401
     parse_disable, parse_selection, strict, unknown_name, valid_names,
 )
 from zeropatch._contract import (  # noqa: F401
-    APPLIED, DISABLED, FAILED, NOT_NEEDED, SKIPPED, STATES, WAITING, NotNeeded, Patch, PatchError, PatchStatus, Skip,
+    APPLIED, DISABLED, FAILED, HISTORY, NOT_NEEDED, SKIPPED, STATES, WAITING, NotNeeded, Patch, PatchError, PatchStatus,
+    Skip,
 )
 from zeropatch._hooks import _WATCHER, is_provided, provide_as  # noqa: F401
 from zeropatch._lifecycle import activate_from_environment, install, uninstall  # noqa: F401

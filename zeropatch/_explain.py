@@ -22,6 +22,9 @@ def how_to_turn_on(patch):
             f"set ZEROPATCH={selection} in the environment"]
 
 
+MOVED = "moved_names"  # the patch that answers what the API history records as moved or retired
+
+
 def _here(patch):
     """(the affected releases with the one found here, the patch's state in this process)."""
     record = _core.status(patch.name)[0]
@@ -35,14 +38,17 @@ def explanation(text, here=_here):
              for patch, advice in _core.advice_for_error(text)]
     lines += [f"No patch can fix this ({module} has no build for the installed torch): {advice}"
               for module, advice in dead_ends_for_error(text)]
+    from zeropatch._history import answerable, describe, for_error  # (read only when an error is explained)
+
+    records = for_error(text)  # which release removed what the error names, and for what
     patches = _core.patches_for_error(text)
+    if any(answerable(record.module, record.name) is not None for record in records):
+        patches.append(_core._registry()[MOVED].patch)  # the history's moved and retired names are answered
     if not patches:
         lines.append("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
     for patch in patches:
         affected, state = here(patch)
         lines += [f"{patch.name}: {patch.summary}", f"  affected: {affected}", f"  here: {state}", "  turn it on:"]
         lines += [f"    {line}" for line in how_to_turn_on(patch)]
-    from zeropatch._history import describe, for_error  # (read only when an error is explained)
-
-    lines += [f"API history: {describe(record)}" for record in for_error(text)]  # which release removed it, and for what
+    lines += [f"API history: {describe(record)}" for record in records]
     return lines, bool(patches)

@@ -4,7 +4,7 @@
 ``zeropatch/_api_history/<top-level package>.json.gz``: only the changes between consecutive minor releases, each
 module or name with the last release that had it, the first without it, how it went (``moved``: the same definition
 importable elsewhere; ``alias``: it was an alias of its successor; ``removed``: anything else) and its successor
-where there is one. ``explain`` and ``check`` name them; nothing is aliased from here yet.
+where there is one. ``explain`` and ``check`` name them; the ``moved_names`` patch answers what moved or was an alias.
 
 Read lazily: nothing is opened at ``import zeropatch``; a library's file is read (gzip, json) the first time a name of
 that library is asked about, once a process.
@@ -105,6 +105,9 @@ def describe(record):
         text += f"; in its place: {successor} ({record.note or 'not the same definition'})"
     elif record.note:
         text += f" ({record.note})"
+    onward = removal(*record.successor.split(":")) if record.successor and record.kind in ANSWERED else None
+    if onward is not None and onward.kind == "removed" and missing_here(onward):
+        text += f", itself removed in {onward.library} {_minor(onward.first)}"
     return text
 
 
@@ -119,3 +122,68 @@ def for_error(text):
             if record is not None and record not in found:
                 found.append(record)
     return found
+
+
+
+ANSWERED = ("moved", "alias")  # what the run-time answer gives back: the very object the old release's name stood for
+
+
+def holders(data):
+    """The modules of one library's history that must answer a name by attribute (sorted): those that lost a name
+    that moved or was an alias (ANSWERED), and the packages of such modules (``package.old_submodule`` as an
+    attribute)."""
+    found = {module for module, names in data["names"].items()
+             if any(events[-1][0] in ANSWERED for events in names.values())}
+    found.update(module.rpartition(".")[0] for module, events in data["modules"].items() if events[-1][0] in ANSWERED)
+    return tuple(sorted(found - {""}))
+
+
+def answerable(module, name=None):
+    """The history's record of ``module`` (or of ``module``'s attribute ``name``: a name, or a submodule) where it moved
+    or was an alias of its successor (ANSWERED), and the installed release lacks it; None otherwise (a removed name
+    included: its successor may behave differently)."""
+    data = _history(module.split(".")[0])
+    if data is None:
+        return None
+    if name is None:
+        events, holder = data["modules"].get(module), None
+    else:
+        events, holder = data["names"].get(module, {}).get(name), name
+        if not events and f"{module}.{name}" in data["modules"]:
+            return answerable(f"{module}.{name}")
+    if not events or events[-1][0] not in ANSWERED:
+        return None
+    record = _record(data, module, holder, events[-1])
+    if not record.successor or not missing_here(record):
+        return None
+    onward = removal(*record.successor.split(":"))  # the successor itself removed later (no answer then)
+    return None if onward is not None and onward.kind == "removed" and missing_here(onward) else record
+
+
+def successor(record, depth=4):
+    """The object at an answerable record's successor in the installed release (a module, or a name read off one),
+    following the history where the successor went on; raises ImportError or AttributeError where there is none."""
+    import importlib
+
+    module_name, _, name = record.successor.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, name) if name else module
+    except (ImportError, AttributeError):
+        onward = answerable(module_name, name or None)
+        if onward is None or depth == 0:
+            raise
+        return successor(onward, depth - 1)
+
+
+def holds_answers(module):
+    """Whether the history records, for a module the installed release lacks and does not answer as a whole (a module
+    it removed), names that moved or were aliases (``answerable``): ``(names, subpackage)`` where ``subpackage`` says
+    that the history knows modules under it; None where it records no such name."""
+    data = _history(module.split(".")[0])
+    if data is None:
+        return None
+    names = [name for name in data["names"].get(module, {}) if answerable(module, name) is not None]
+    if not names:
+        return None
+    return names, any(other.startswith(module + ".") for other in data["modules"])

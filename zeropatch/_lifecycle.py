@@ -6,7 +6,8 @@ import os
 import sys
 
 from zeropatch._config import ENV_DISABLE, ENV_RUN_DIR, ENV_SELECT, _check_names, parse_disable, parse_selection, strict
-from zeropatch._contract import APPLIED, FAILED, NOT_NEEDED, SKIPPED, NotNeeded, PatchError, Skip, provided_modules
+from zeropatch._contract import (APPLIED, FAILED, HISTORY, NOT_NEEDED, SKIPPED, NotNeeded, PatchError, Skip,
+                                 provided_modules)
 from zeropatch._hooks import _WATCHER, _forget_provided, _unwatch, _watch, is_provided
 from zeropatch._log import _rank, logger, logger_at, warn_once
 from zeropatch._patcher import Patcher
@@ -16,6 +17,8 @@ from zeropatch._versions import installed_version
 def _target_version(patch, module):
     top_name = module.__name__.split(".")[0]
     version = getattr(sys.modules.get(top_name), "__version__", None)
+    if patch.package == HISTORY:  # each target is a library of its own
+        return version if isinstance(version, str) else "unknown"
     if not isinstance(version, str) or top_name != patch.package.replace("-", "_"):  # argparse's is not torch's
         version = installed_version(patch.package)
     return version or "unknown"

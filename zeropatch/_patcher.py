@@ -113,7 +113,9 @@ class Patcher:
             current = vars(owner).get(attr, _ABSENT)
             if not _holds(current, value):
                 above = _stacked_on(current, value)
-                if above is not None:
+                if isinstance(above, ModuleGetter):
+                    above.previous = None if inner is _ABSENT else inner  # (the module had no __getattr__ of its own)
+                elif above is not None:
                     above.__wrapped__ = inner
             elif original is _ABSENT:
                 delattr(owner, attr)
@@ -170,10 +172,17 @@ def _rename(value, module, qualname):
     value.__module__, value.__qualname__ = module, qualname
 
 
-class _PutBack:
-    """A module's ``__getattr__`` (PEP 562) that answers the names a patch put back, then asks the one it replaced."""
+class ModuleGetter:
+    """A module's ``__getattr__`` (PEP 562) that a patch set, asking ``previous`` (the one it replaced, or None) as it
+    sees fit: another patch's getter set later stacks on it, and it still holds (``replaced``, ``revert``)."""
 
-    __slots__ = ("module_name", "names", "previous")
+    __slots__ = ("previous",)
+
+
+class _PutBack(ModuleGetter):
+    """A module's ``__getattr__`` that answers the names a patch put back, then asks the one it replaced."""
+
+    __slots__ = ("module_name", "names")
 
     def __init__(self, module_name, names, previous):
         self.module_name = module_name
@@ -196,11 +205,18 @@ def _holds(current, value):
 
 
 def _stacked_on(current, value):
-    """The wrapt wrapper in ``current``'s chain of wrappers that wraps ``value`` directly, or None."""
-    while current is not value and hasattr(current, "_self_wrapper"):
-        if current.__wrapped__ is value:
+    """The wrapper in ``current``'s chain that stacks on ``value`` directly (a wrapt wrapper's ``__wrapped__``, a
+    module getter's ``previous``), or None."""
+    while current is not value:
+        if isinstance(current, ModuleGetter):
+            below = current.previous
+        elif hasattr(current, "_self_wrapper"):
+            below = current.__wrapped__
+        else:
+            return None
+        if below is value:
             return current
-        current = current.__wrapped__
+        current = below
     return None
 
 

@@ -109,7 +109,8 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             print(f"          {finding.advice}", file=out)
             continue
         patch = registry[finding.patch].patch
-        breaks, why = breaks_here(patch, python)
+        # a finding of the API history says itself why it breaks here (the release that moved the name)
+        breaks, why = (True, finding.advice) if finding.advice else breaks_here(patch, python)
         on = patch.name in selected
         refused = refusal(patch, finding.signature)
         if refused and breaks:  # code the patch leaves failing, or refuses

@@ -176,7 +176,7 @@ def _history_findings(reader):
     """The imports of a module or name that the installed release lacks by the API history (``_history``), with the
     release that removed it and what replaced it; not where a patch's signature matched the line (the patch's finding
     says whether it is fixed), nor an import inside a ``try`` that handles its failure."""
-    from zeropatch._history import describe, missing_here, removal
+    from zeropatch._history import answerable, describe, missing_here, removal
 
     covered = {finding.line for finding in reader.findings}
     found, seen = [], set()
@@ -192,29 +192,58 @@ def _history_findings(reader):
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
                    and not (record.name is None and name is not None and _package_names(package, name))]
         if records:
+            answered = all(answerable(record.module, record.name) is not None
+                           and _successor_installed(record.successor) for record in records)
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
+                                 MOVED if answered else None, MOVED_SIGNATURE if answered else None,
                                  advice="; ".join(dict.fromkeys(describe(record) for record in records))))
     return found
+
+
+MOVED, MOVED_SIGNATURE = "moved_names", "import of a moved or retired module or name"  # the patch that answers them
+
+
+def _successor_installed(successor):
+    """Whether a history successor ("module" or "module:name") is in the installed release, read as text: the module's
+    file exists and, for a name, defines, imports or lists it (nothing imported)."""
+    module, _, name = successor.partition(":")
+    path = _module_file(module)
+    if path is None or not name:
+        return path is not None
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        return _defines(file.read(), name)
+
+
+def _module_file(module):
+    """The installed source file of a dotted module (a package's ``__init__.py``), found without importing anything."""
+    import importlib.util
+
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
+    if spec is None or not spec.submodule_search_locations:
+        return spec.origin if spec is not None and not rest and spec.origin else None
+    for location in spec.submodule_search_locations:
+        for path in (os.path.join(location, *rest, "__init__.py"), os.path.join(location, *rest) + ".py"):
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def _defines(text, name):
+    """Whether module text defines, imports or lists ``name`` (a lazy module lists its names as strings)."""
+    word = re.escape(name)
+    return re.search(rf"[\"']{word}[\"']|^\s*(def|class)\s+{word}\b|\bimport\b[^\n]*\b{word}\b|^{word}\s*[:=]",
+                     text, flags=re.M) is not None
 
 
 def _package_names(package, name):
     """Whether the installed ``package``'s ``__init__`` defines, imports or lists ``name`` (read as text, found without
     importing anything: a lazy module lists its names as strings)."""
-    import importlib.util
-
-    top, *rest = package.split(".")
-    spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
-    if spec is None or not spec.submodule_search_locations:
+    path = _module_file(package)
+    if path is None or not path.endswith("__init__.py"):
         return False
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, *rest, "__init__.py")
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8-sig", errors="replace") as file:
-                text = file.read()
-            word = re.escape(name)
-            return re.search(rf"[\"']{word}[\"']|^\s*(def|class)\s+{word}\b|\bimport\b[^\n]*\b{word}\b|^{word}\s*=",
-                             text, flags=re.M) is not None
-    return False
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        return _defines(file.read(), name)
 
 
 def _pin_findings(files, base, entries):

@@ -5,7 +5,8 @@ import os
 import sys
 
 from zeropatch._config import ENV_RUN_DIR, _check_names
-from zeropatch._contract import APPLIED, DISABLED, FAILED, NOT_NEEDED, SKIPPED, WAITING, PatchStatus, provided_modules
+from zeropatch._contract import (APPLIED, DISABLED, FAILED, HISTORY, NOT_NEEDED, SKIPPED, WAITING, PatchStatus,
+                                 provided_modules)
 from zeropatch._log import logger
 from zeropatch._registry import _registry
 from zeropatch._versions import installed_version
@@ -69,7 +70,8 @@ def _record(entry, look_up_installed=True):
         installed = installed_version(patch.package) if look_up_installed else None
         state = WAITING
         # a top-level module zeropatch provides needs no installed package; a provided submodule needs its package
-        if installed or not look_up_installed or any("." not in name for name in provided_modules(patch)):
+        if (installed or not look_up_installed or patch.package == HISTORY  # (libraries of their own)
+                or any("." not in name for name in provided_modules(patch))):
             first = targets[0] if targets else target_text
             reason = f"applies when {first}" + (f" (or {len(targets) - 1} more)" if len(targets) > 1 else "") + " is imported"
             detected = installed
