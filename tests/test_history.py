@@ -192,6 +192,44 @@ def test_check_leaves_a_name_the_package_still_answers_though_a_submodule_of_tha
         assert re.search(r"(BREAKS|NO FIX) +util\.py:2 ", result.stdout), result.stdout
 
 
+def test_check_reads_the_other_names_of_a_line_a_patch_fixes_and_the_installed_module_itself(tmp_path):
+    """SimCSE's ``from transformers.file_utils import cached_property, ..., is_torch_tpu_available``: hf_removed_names
+    puts back only the last name, so the line is "part" fixed and its other removed names NO FIX, counted not fixed
+    (it was called fixed). A name the history calls removed because it left the module's public names, while the
+    installed module still defines it (transformers 4.48's RobertaLMHead), is not named."""
+    if installed_version("transformers") is None or not _history.missing_here(
+            _history.removal("transformers.file_utils", "cached_property")):
+        pytest.skip("the installed transformers still has file_utils.cached_property")
+    script = tmp_path / "train.py"
+    script.write_text("from transformers.file_utils import cached_property, is_torch_tpu_available\n"
+                      "from transformers.models.roberta.modeling_roberta import RobertaLMHead\n")
+    result = run_command(ZEROPATCH + ["check", "--static", script])
+    lines = result.stdout.splitlines()
+    assert any(line.lstrip().startswith("part ") and "train.py:1" in line for line in lines), result.stdout
+    assert any(line.lstrip().startswith("NO FIX") and "train.py:1" in line for line in lines), result.stdout
+    assert "cached_property was removed in transformers" in result.stdout, result.stdout
+    assert "train.py:2" not in result.stdout and "0 breakages fixed" in result.stdout, result.stdout
+
+
+def test_check_calls_a_legacy_only_fix_fixed_only_for_legacy_code(tmp_path):
+    """python_dataclass_defaults restores 3.10's rule for legacy code only: a repository with no python pin BREAKS
+    (with the switch named), one whose environment.yml pins python=3.8 is fixed (deepspeech.pytorch's configuration
+    was called fixed where the patch left it failing)."""
+    if sys.version_info < (3, 11):
+        pytest.skip("Python < 3.11 takes these defaults")
+    code = ("from dataclasses import dataclass\n\n@dataclass\nclass Spect:\n    rate: int = 16000\n\n\n"
+            "@dataclass\nclass Train:\n    spect: Spect = Spect()\n")
+    for folder, pin in (("plain", None), ("pinned", "dependencies:\n  - python=3.8\n")):
+        (tmp_path / folder / ".git").mkdir(parents=True)
+        (tmp_path / folder / "config.py").write_text(code)
+        if pin:
+            (tmp_path / folder / "environment.yml").write_text(pin)
+    plain = run_command(ZEROPATCH + ["check", str(tmp_path / "plain")], env=clean_environment())
+    assert re.search(r"BREAKS +config\.py:10", plain.stdout) and "ZEROPATCH_LEGACY=python" in plain.stdout, plain.stdout
+    pinned = run_command(ZEROPATCH + ["check", str(tmp_path / "pinned")], env=clean_environment())
+    assert re.search(r"fixed +config\.py:10", pinned.stdout), pinned.stdout
+
+
 # -- the tool ---------------------------------------------------------------------------------------------------------
 
 OLD = {

@@ -362,3 +362,18 @@ def test_a_release_asserted_at_run_time_is_named_when_another_is_installed(tmp_p
     assert found(tmp_path, files) == [
         ("main_pretrain.py", 2, f"asserts wrapt 0.3.2, {installed} is installed: the script stops here, and no patch "
                                 "changes a version; run it with python -O (asserts skipped) or delete the line")]
+
+
+def test_a_library_module_that_needs_another_distribution_names_it(tmp_path):
+    """``torch.utils.tensorboard`` imports tensorboard, which torch does not require: where it is not installed, check
+    names it (it named nothing for vits, ViT-pytorch and PyTorch-YOLOv3, whose training loggers import it)."""
+    import importlib.util
+    import sys
+
+    from conftest import run_command
+
+    if importlib.util.find_spec("tensorboard") is not None:
+        pytest.skip("tensorboard is installed here")
+    (tmp_path / "train.py").write_text("from torch.utils.tensorboard import SummaryWriter\n")
+    result = run_command([sys.executable, "-m", "zeropatch", "check", "--static", str(tmp_path)])
+    assert "NO FIX  train.py:1" in result.stdout and "tensorboard is not installed here" in result.stdout, result.stdout

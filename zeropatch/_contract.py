@@ -45,13 +45,15 @@ class Patch:
     ``name numpy.float``, ``call transformers.Trainer with tokenizer``, ``override transformers.Trainer
     compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_signatures.py``). ``since``: the
     zeropatch release that brought the patch (the changelog and the documentation's catalogue are written from it).
+    ``legacy_only``: (distribution, release) where the patch fixes the failure only for code written for a release of
+    the distribution before that one (``zeropatch._legacy``), so that ``check`` calls it fixed only there.
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
-                 "unfixable", "brings", "report", "looks_for", "since")
+                 "unfixable", "brings", "report", "looks_for", "since", "legacy_only")
 
     def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
-                 unfixable=(), brings=(), report=None, looks_for=(), since=None):
+                 unfixable=(), brings=(), report=None, looks_for=(), since=None, legacy_only=None):
         self.name = name
         self.summary = summary
         self.package = package
@@ -66,6 +68,7 @@ class Patch:
         self.report = report
         self.looks_for = tuple(looks_for)
         self.since = since
+        self.legacy_only = tuple(legacy_only) if legacy_only else None
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)

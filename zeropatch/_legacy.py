@@ -109,8 +109,15 @@ def _declarations(value):
     return declarations
 
 
-def _pinned(distribution, changed, changed_text):
-    folder = _script_folder()
+def decide_in(distribution, changed_in, folder):
+    """The Decision ``decide`` would make for code in ``folder`` (``zeropatch check``: the repository read, not the
+    running script's), not kept."""
+    changed = version_tuple(changed_in)
+    return _declared(distribution, changed, changed_in) or _pinned(distribution, changed, changed_in, folder)
+
+
+def _pinned(distribution, changed, changed_text, folder=None):
+    folder = folder or _script_folder()
     found = find_pin(distribution, folder)
     if found is None:
         return Decision(False, f"no pin of {distribution} found from {folder} up to its repository's root "

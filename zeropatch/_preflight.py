@@ -45,6 +45,16 @@ def breaks_here(patch, python=None):
     return True, f"{patch.package} {version} installed; affected: {patch.affected}"
 
 
+def _legacy_here(patch, path, root, reason=False):
+    """Whether the code at ``path`` (shown relative to ``root``) is legacy for ``patch.legacy_only`` (its repository's
+    pins, or ZEROPATCH_LEGACY); ``reason``: the decision's words instead."""
+    from zeropatch._legacy import decide_in
+
+    base = root if os.path.isdir(root) else os.path.dirname(os.path.abspath(root))
+    decision = decide_in(*patch.legacy_only, os.path.dirname(os.path.join(base, path)))
+    return decision.why if reason else decision.legacy
+
+
 def _turn_on(patches):
     """How to select the patches a check found needed and off."""
     selection = ",".join(["1", *sorted(name for name, patch in patches.items() if not patch.default)])
@@ -100,6 +110,7 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
     selected = set(selected or ())
     fixed = unfixed = notes = 0
     blocked = {}
+    failing = {(finding.path, finding.line) for finding in result.findings if finding.patch is None}
     for group in _grouped(result.findings, registry):
         finding, more = group[0], len(group) - 1
         also = f"   (and {more} more in this file)" if more else ""
@@ -126,6 +137,11 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
                 continue
         if not breaks:
             label, notes = "note", notes + 1
+        elif on and (finding.path, finding.line) in failing:  # the line's other names fail: its NO FIX counts it
+            label = "part"
+        elif on and patch.legacy_only and not _legacy_here(patch, finding.path, root):
+            label, unfixed = "BREAKS", unfixed + 1
+            why += f"; fixed only for legacy code: {_legacy_here(patch, finding.path, root, reason=True)}"
         elif on:
             label, fixed = "fixed", fixed + 1
         else:

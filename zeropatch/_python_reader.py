@@ -13,6 +13,10 @@ from zeropatch._versions import installed_version
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
+# modules of a library that import another distribution, which their own does not require: an import of them fails
+# where that one is not installed (vits', ViT-pytorch's and PyTorch-YOLOv3's training loggers)
+NEEDS_ANOTHER = {"torch.utils.tensorboard": "tensorboard"}
+
 class PythonFileReader(ast.NodeVisitor):
     """One Python file: its imports (local name -> dotted name), then every node matched against the signatures."""
 
@@ -143,6 +147,9 @@ class PythonFileReader(ast.NodeVisitor):
         top = module.split(".")[0]
         if id(node) not in self.optional and self.local_modules is not None and top not in self.local_modules:
             self.missing.append((node, top))
+            needed = NEEDS_ANOTHER.get(module) or NEEDS_ANOTHER.get(module.rpartition(".")[0])
+            if needed:
+                self.missing.append((node, needed))
 
     def visit_Attribute(self, node):
         if isinstance(node.ctx, ast.Load):

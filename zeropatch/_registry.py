@@ -5,7 +5,7 @@ module: a module is imported when its patch is applied to an arriving target, or
 import os
 
 PATCHES_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patches")
-FIELDS = ("name", "summary", "package", "affected", "errors", "default", "provides", "unfixable", "brings",
+FIELDS = ("name", "summary", "package", "affected", "errors", "default", "provides", "unfixable", "brings", "legacy_only",
           "looks_for", "since")
 
 

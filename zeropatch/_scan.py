@@ -174,23 +174,31 @@ def _options_of_their_owners(findings, entries, readers):
 
 def _history_findings(reader):
     """The imports of a module or name that the installed release lacks by the API history (``_history``), with the
-    release that removed it and what replaced it; not where a patch's signature matched the line (the patch's finding
-    says whether it is fixed), nor an import inside a ``try`` that handles its failure."""
+    release that removed it and what replaced it; not a name a patch's signature matched on the line (the patch's
+    finding says whether it is fixed; the line's other names are still read), not a name the installed module still
+    defines (the history reads public names: a class that left ``__all__`` is still there), nor an import inside a
+    ``try`` that handles its failure."""
     from zeropatch._history import answerable, describe, missing_here, removal
 
-    covered = {finding.line for finding in reader.findings}
-    found, seen = [], set()
+    covered = {}  # line -> the names a patch's signature matched there
+    for finding in reader.findings:
+        if finding.signature:
+            covered.setdefault(finding.line, set()).add(finding.signature.split()[-1].rpartition(".")[2])
+    found, seen, texts = [], set(), {}
     for node, module in reader.imports:
-        if id(node) in seen or node.lineno in covered or id(node) in reader.optional:
+        if id(node) in seen or id(node) in reader.optional:
             continue
         seen.add(id(node))
         asked = [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else [
             (module, alias.name) for alias in node.names if alias.name != "*"] or [(module, None)]
+        mine = covered.get(node.lineno, set())
+        asked = [(package, name) for package, name in asked if (name or package).rpartition(".")[2] not in mine]
         records = [record for record, (package, name) in ((removal(*pair), pair) for pair in asked)
                    if record and missing_here(record)
                    # `from package import name`, where the history knows a removed submodule package.name: the
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
-                   and not (record.name is None and name is not None and _package_names(package, name))]
+                   and not (record.name is None and name is not None and _package_names(package, name))
+                   and not (record.name is not None and _still_defined(record.module, record.name, texts))]
         if records:
             answered = all(answerable(record.module, record.name) is not None
                            and _successor_installed(record.successor) for record in records)
@@ -198,6 +206,17 @@ def _history_findings(reader):
                                  MOVED if answered else None, MOVED_SIGNATURE if answered else None,
                                  advice="; ".join(dict.fromkeys(describe(record) for record in records))))
     return found
+
+
+def _still_defined(module, name, texts):
+    """Whether the installed ``module``'s source defines, imports or lists ``name`` (``texts``: sources read so far)."""
+    if module not in texts:
+        path = _module_file(module)
+        texts[module] = None
+        if path is not None:
+            with open(path, encoding="utf-8-sig", errors="replace") as file:
+                texts[module] = file.read()
+    return texts[module] is not None and _defines(texts[module], name)
 
 
 MOVED, MOVED_SIGNATURE = "moved_names", "import of a moved or retired module or name"  # the patch that answers them

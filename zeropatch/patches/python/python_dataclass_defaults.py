@@ -97,6 +97,7 @@ def apply(patcher, module):
 PATCH = Patch(
     "python_dataclass_defaults",
     since="0.5.0",
+    legacy_only=("python", CHANGED_IN),
     summary="legacy code's dataclass fields may default to an instance of another dataclass (no __hash__) again, "
     "shared as on Python 3.10 (fairseq's configs)",
     package="python",
