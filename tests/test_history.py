@@ -230,6 +230,25 @@ def test_check_calls_a_legacy_only_fix_fixed_only_for_legacy_code(tmp_path):
     assert re.search(r"fixed +config\.py:10", pinned.stdout), pinned.stdout
 
 
+def test_check_resolves_imports_of_the_known_libraries_against_their_installed_files(tmp_path):
+    """Beyond the history (public names of releases since 2021): a private name a module no longer binds
+    (SimCSE's ``transformers.trainer._model_unwrap``) and a module that is no file of the installed library
+    (nerf_pl's ``pytorch_lightning.logging``, gone before 1.1) are NO FIX, read from the files; today's common imports,
+    star-imported names and lazy modules' names are not named."""
+    if installed_version("transformers") is None or installed_version("pytorch-lightning") is None:
+        pytest.skip("needs transformers and pytorch-lightning installed")
+    script = tmp_path / "train.py"
+    script.write_text("from transformers.trainer import _model_unwrap\n"
+                      "from pytorch_lightning.logging import TestTubeLogger\n"
+                      "from torch.nn import Module\nfrom torch.utils.data import DataLoader\n"
+                      "from transformers import BertModel, Trainer\nfrom torchvision.transforms import Compose\n"
+                      "import torch.nn.functional as F\nfrom pytorch_lightning import Trainer as PLTrainer\n")
+    result = run_command(ZEROPATCH + ["check", "--static", "--patches", "0", script])
+    assert "transformers.trainer has no _model_unwrap in the installed transformers" in result.stdout, result.stdout
+    assert "no module pytorch_lightning.logging in the installed pytorch-lightning" in result.stdout, result.stdout
+    assert not any(f"train.py:{line}" in result.stdout for line in range(3, 9)), result.stdout
+
+
 # -- the tool ---------------------------------------------------------------------------------------------------------
 
 OLD = {

@@ -199,6 +199,10 @@ def _history_findings(reader):
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
                    and not (record.name is None and name is not None and _package_names(package, name))
                    and not (record.name is not None and _still_defined(record.module, record.name, texts))]
+        unknown = [] if records else _unresolved(asked, texts)
+        if unknown:
+            found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice="; ".join(
+                unknown)))
         if records:
             answered = all(answerable(record.module, record.name) is not None
                            and _successor_installed(record.successor) for record in records)
@@ -206,6 +210,119 @@ def _history_findings(reader):
                                  MOVED if answered else None, MOVED_SIGNATURE if answered else None,
                                  advice="; ".join(dict.fromkeys(describe(record) for record in records))))
     return found
+
+
+# the libraries whose imports check resolves against their installed files, beyond what the API history records (the
+# history's libraries and torch: their modules are files, and the few made at run time say so in their code)
+RESOLVED = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "numpy", "omegaconf", "peft",
+            "pytorch_lightning", "timm", "torch", "torchaudio", "torchvision", "transformers")
+
+
+def _unresolved(asked, texts):
+    """What of an import (``asked``: (module, name or None) pairs) the installed release of a RESOLVED library lacks,
+    read from its files (parsed, nothing imported), where the history records nothing: a module that is no file of it,
+    a name its module (or one it star-imports) neither binds nor lists. A module that makes names or submodules at run
+    time (a ``__getattr__``, a lazy module, ``sys.modules`` or ``globals()`` written) is taken at its word."""
+    from zeropatch._hooks import _WATCHER
+    from zeropatch._versions import installed_version
+
+    said = []
+    for module, name in asked:
+        top = module.split(".")[0]
+        if top not in RESOLVED or module in _WATCHER.providers or not _module_exists(top):
+            continue
+        if not _module_exists(module):
+            parent = module.rpartition(".")[0]
+            if parent and _module_exists(parent) and not _names_of(parent, texts)[2]:
+                said.append(f"no module {module} in the installed {_release(top, installed_version)}")
+            break
+        if name is not None and not _module_exists(f"{module}.{name}") and not _binds(module, name, texts):
+            said.append(f"{module} has no {name} in the installed {_release(top, installed_version)}")
+    return said
+
+
+def _release(top, installed_version):
+    distribution = {"PIL": "pillow", "pytorch_lightning": "pytorch-lightning"}.get(top, top)
+    return f"{distribution} {installed_version(distribution) or ''}".rstrip()
+
+
+def _binds(module, name, texts, depth=4):
+    """Whether ``module`` binds or lists ``name``, or makes names at run time, or a module it star-imports binds it."""
+    names, stars, dynamic = _names_of(module, texts)
+    if dynamic or name in names:
+        return True
+    return depth > 0 and any(_binds(star, name, texts, depth - 1) for star in stars if _module_exists(star))
+
+
+def _names_of(module, texts):
+    """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it makes names at
+    run time), parsed once from its installed source (None where there is none: taken as dynamic)."""
+    key = ("names", module)
+    if key not in texts:
+        path = _module_file(module)
+        texts[key] = (set(), [], True)
+        if path is not None:
+            with open(path, encoding="utf-8-sig", errors="replace") as file:
+                try:
+                    tree = ast.parse(file.read())
+                except SyntaxError:
+                    return texts[key]
+            package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+            texts[key] = _bound_names(tree, package)
+    return texts[key]
+
+
+def _bound_names(tree, package):
+    names, stars, dynamic = set(), [], False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            dynamic = dynamic or node.name == "__getattr__"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" and isinstance(node, ast.ImportFrom):
+                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    stars.append(f"{base}.{node.module}" if node.level and node.module else base if node.level
+                                 else node.module)
+                else:
+                    names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)  # listed: __all__, a lazy module's import structure
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):
+            dynamic = dynamic or _names_modules_or_globals(node.value if isinstance(node, ast.Subscript)
+                                                           else node.func.value)
+    return names, stars, dynamic
+
+
+def _names_modules_or_globals(node):
+    """Whether ``node`` is ``sys.modules`` or ``globals()``: written (``sys.modules[name] = ...``,
+    ``globals().update(...)``), names are made at run time."""
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "sys"
+            and node.attr == "modules") or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                                            and node.func.id == "globals")
+
+
+def _module_exists(module):
+    """Whether a dotted module is a file, a package or a compiled extension of its installed top-level package."""
+    import importlib.util
+
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported
+    if spec is None:
+        return False
+    if not rest:
+        return True
+    for location in spec.submodule_search_locations or ():
+        folder = os.path.join(location, *rest[:-1])
+        if os.path.isdir(os.path.join(folder, rest[-1])) or os.path.isfile(os.path.join(folder, rest[-1] + ".py")):
+            return True
+        if os.path.isdir(folder) and any(entry.startswith(rest[-1] + ".") and entry.endswith((".so", ".pyd"))
+                                         for entry in os.listdir(folder)):
+            return True
+    return False
 
 
 def _still_defined(module, name, texts):
