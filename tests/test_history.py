@@ -234,7 +234,8 @@ def test_check_resolves_imports_of_the_known_libraries_against_their_installed_f
     """Beyond the history (public names of releases since 2021): a private name a module no longer binds
     (SimCSE's ``transformers.trainer._model_unwrap``) and a module that is no file of the installed library
     (nerf_pl's ``pytorch_lightning.logging``, gone before 1.1) are NO FIX, read from the files; today's common imports,
-    star-imported names and lazy modules' names are not named."""
+    star-imported names, lazy modules' names and names a module makes at run time (Pillow's resampling constants,
+    which the history saw leave in 9.x and which came back as enum members) are not named."""
     if installed_version("transformers") is None or installed_version("pytorch-lightning") is None:
         pytest.skip("needs transformers and pytorch-lightning installed")
     script = tmp_path / "train.py"
@@ -242,11 +243,12 @@ def test_check_resolves_imports_of_the_known_libraries_against_their_installed_f
                       "from pytorch_lightning.logging import TestTubeLogger\n"
                       "from torch.nn import Module\nfrom torch.utils.data import DataLoader\n"
                       "from transformers import BertModel, Trainer\nfrom torchvision.transforms import Compose\n"
-                      "import torch.nn.functional as F\nfrom pytorch_lightning import Trainer as PLTrainer\n")
+                      "import torch.nn.functional as F\nfrom pytorch_lightning import Trainer as PLTrainer\n"
+                      "from PIL import Image\nImage.open, Image.BILINEAR, Image.LANCZOS\n")
     result = run_command(ZEROPATCH + ["check", "--static", "--patches", "0", script])
     assert "transformers.trainer has no _model_unwrap in the installed transformers" in result.stdout, result.stdout
     assert "no module pytorch_lightning.logging in the installed pytorch-lightning" in result.stdout, result.stdout
-    assert not any(f"train.py:{line}" in result.stdout for line in range(3, 9)), result.stdout
+    assert not any(f"train.py:{line}" in result.stdout for line in range(3, 11)), result.stdout
 
 
 # -- the tool ---------------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class PythonFileReader(ast.NodeVisitor):
         self.findings = []
         self.missing = []  # (node, top-level module): maybe installed nowhere (scan() asks)
         self.imports = []  # (node, absolute module name), every import of the file
+        self.reads = []  # (node, dotted name), every attribute read off an imported module (``transforms.Scale``)
         self.named = set()  # the dotted names the file names through its imports (for ``option ... of``)
         self.own_options = set()  # the options its own ``add_argument`` calls define, as ``option_key`` writes them
         self.decorated = {}  # a class of this file (later: of the repository) -> {its decorator: it makes it hashable}
@@ -156,6 +157,7 @@ class PythonFileReader(ast.NodeVisitor):
             dotted = self.resolve(node)
             if dotted:
                 self.named.add(dotted)
+                self.reads.append((node, dotted))
                 self._check_names(node, dotted, direct=True)
         for signature, patch in self.table["attribute"]:
             if node.attr == signature.target:

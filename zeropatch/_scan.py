@@ -178,12 +178,13 @@ def _history_findings(reader):
     finding says whether it is fixed; the line's other names are still read), not a name the installed module still
     defines (the history reads public names: a class that left ``__all__`` is still there), nor an import inside a
     ``try`` that handles its failure."""
-    from zeropatch._history import answerable, describe, missing_here, removal
+    from zeropatch._history import missing_here, removal
 
-    covered = {}  # line -> the names a patch's signature matched there
+    covered = {}  # line -> what a patch's signature matched there: its target, and the target's last name
     for finding in reader.findings:
         if finding.signature:
-            covered.setdefault(finding.line, set()).add(finding.signature.split()[-1].rpartition(".")[2])
+            target = finding.signature.split()[-1].removesuffix(".*")
+            covered.setdefault(finding.line, set()).update((target, target.rpartition(".")[2]))
     found, seen, texts = [], set(), {}
     for node, module in reader.imports:
         if id(node) in seen or id(node) in reader.optional:
@@ -191,25 +192,43 @@ def _history_findings(reader):
         seen.add(id(node))
         asked = [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else [
             (module, alias.name) for alias in node.names if alias.name != "*"] or [(module, None)]
-        mine = covered.get(node.lineno, set())
-        asked = [(package, name) for package, name in asked if (name or package).rpartition(".")[2] not in mine]
+        mine = covered.get(node.lineno, set())  # a module a patch provides holds its names; a name a patch puts back
+        asked = [(package, name) for package, name in asked
+                 if package not in mine and (name or package).rpartition(".")[2] not in mine]
         records = [record for record, (package, name) in ((removal(*pair), pair) for pair in asked)
                    if record and missing_here(record)
                    # `from package import name`, where the history knows a removed submodule package.name: the
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
                    and not (record.name is None and name is not None and _package_names(package, name))
-                   and not (record.name is not None and _still_defined(record.module, record.name, texts))]
+                   and not (record.name is not None and _binds(record.module, record.name, texts, lazy=False))]
         unknown = [] if records else _unresolved(asked, texts)
         if unknown:
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice="; ".join(
                 unknown)))
         if records:
-            answered = all(answerable(record.module, record.name) is not None
-                           and _successor_installed(record.successor) for record in records)
-            found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
-                                 MOVED if answered else None, MOVED_SIGNATURE if answered else None,
-                                 advice="; ".join(dict.fromkeys(describe(record) for record in records))))
+            found.append(_history_finding(reader, node, records))
+    lines = {finding.line for finding in found} | set(covered)
+    for node, dotted in reader.reads:  # `transforms.Scale`: a name read off a module, once a line
+        module, _, name = dotted.rpartition(".")
+        if node.lineno in lines or module.split(".")[0] not in RESOLVED or not _module_exists(module):
+            continue
+        record = removal(module, name)
+        if record and record.name and missing_here(record) and not _binds(module, name, texts, lazy=False):
+            lines.add(node.lineno)
+            found.append(_history_finding(reader, node, [record]))
     return found
+
+
+def _history_finding(reader, node, records):
+    """The finding of a line whose imports or reads the history records removed: fixed by moved_names where each moved
+    or was an alias and its successor is installed, else NO FIX; with what the history says of each."""
+    from zeropatch._history import answerable, describe
+
+    answered = all(answerable(record.module, record.name) is not None and _successor_installed(record.successor)
+                   for record in records)
+    return Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
+                   MOVED if answered else None, MOVED_SIGNATURE if answered else None,
+                   advice="; ".join(dict.fromkeys(describe(record) for record in records)))
 
 
 # the libraries whose imports check resolves against their installed files, beyond what the API history records (the
@@ -233,7 +252,7 @@ def _unresolved(asked, texts):
             continue
         if not _module_exists(module):
             parent = module.rpartition(".")[0]
-            if parent and _module_exists(parent) and not _names_of(parent, texts)[2]:
+            if parent and _module_exists(parent) and not any(_names_of(parent, texts)[2:]):
                 said.append(f"no module {module} in the installed {_release(top, installed_version)}")
             break
         if name is not None and not _module_exists(f"{module}.{name}") and not _binds(module, name, texts):
@@ -246,21 +265,24 @@ def _release(top, installed_version):
     return f"{distribution} {installed_version(distribution) or ''}".rstrip()
 
 
-def _binds(module, name, texts, depth=4):
-    """Whether ``module`` binds or lists ``name``, or makes names at run time, or a module it star-imports binds it."""
-    names, stars, dynamic = _names_of(module, texts)
-    if dynamic or name in names:
+def _binds(module, name, texts, lazy=True, depth=4):
+    """Whether ``module`` binds or lists ``name`` anywhere in its code, or writes names at run time (``globals()``,
+    ``sys.modules``), or (``lazy``) answers names through a ``__getattr__``, or a module it star-imports binds it.
+    The history's records are checked with ``lazy`` False: it read a lazy module's names itself."""
+    names, stars, writes, answers = _names_of(module, texts)
+    if name in names or writes or (lazy and answers):
         return True
-    return depth > 0 and any(_binds(star, name, texts, depth - 1) for star in stars if _module_exists(star))
+    return depth > 0 and any(_binds(star, name, texts, lazy, depth - 1) for star in stars if _module_exists(star))
 
 
 def _names_of(module, texts):
-    """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it makes names at
-    run time), parsed once from its installed source (None where there is none: taken as dynamic)."""
+    """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it writes names at
+    run time, whether it answers names through ``__getattr__``), parsed once from its installed source (none: taken
+    as writing them)."""
     key = ("names", module)
     if key not in texts:
         path = _module_file(module)
-        texts[key] = (set(), [], True)
+        texts[key] = (set(), [], True, True)
         if path is not None:
             with open(path, encoding="utf-8-sig", errors="replace") as file:
                 try:
@@ -273,11 +295,11 @@ def _names_of(module, texts):
 
 
 def _bound_names(tree, package):
-    names, stars, dynamic = set(), [], False
+    names, stars, dynamic, answers = set(), [], False, False
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-            dynamic = dynamic or node.name == "__getattr__"
+            answers = answers or node.name == "__getattr__"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -294,7 +316,9 @@ def _bound_names(tree, package):
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):
             dynamic = dynamic or _names_modules_or_globals(node.value if isinstance(node, ast.Subscript)
                                                            else node.func.value)
-    return names, stars, dynamic
+        elif isinstance(node, ast.Name) and node.id == "_LazyModule":
+            answers = True
+    return names, stars, dynamic, answers
 
 
 def _names_modules_or_globals(node):
@@ -323,17 +347,6 @@ def _module_exists(module):
                                          for entry in os.listdir(folder)):
             return True
     return False
-
-
-def _still_defined(module, name, texts):
-    """Whether the installed ``module``'s source defines, imports or lists ``name`` (``texts``: sources read so far)."""
-    if module not in texts:
-        path = _module_file(module)
-        texts[module] = None
-        if path is not None:
-            with open(path, encoding="utf-8-sig", errors="replace") as file:
-                texts[module] = file.read()
-    return texts[module] is not None and _defines(texts[module], name)
 
 
 MOVED, MOVED_SIGNATURE = "moved_names", "import of a moved or retired module or name"  # the patch that answers them
