@@ -3,7 +3,7 @@ list (one object), unseen in the module's ``dir()``, and gone again after uninst
 
 import pytest
 
-from conftest import assert_ok, requires, run_python
+from conftest import assert_ok, clean_environment, requires, run_python
 
 pytestmark = requires("torch", "transformers")
 
@@ -21,4 +21,4 @@ assert "ALL_LAYERNORM_LAYERS" not in dir(trainer)
 zeropatch.uninstall("hf_trainer_names")
 assert not hasattr(trainer, "ALL_LAYERNORM_LAYERS")
 print("ok")
-'''))
+''', env=clean_environment(ZEROPATCH_DISABLE="moved_names")))  # (moved_names answers it too)
