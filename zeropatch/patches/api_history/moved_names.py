@@ -36,8 +36,9 @@ from zeropatch._legacy import Tally
 from zeropatch._patcher import ModuleGetter
 
 ENV_OFF = "ZEROPATCH_MOVED_NAMES_OFF"
+# the history's top-level packages (tests/test_moved_names.py: its files)
 LIBRARIES = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "numpy", "omegaconf", "peft",
-             "pytorch_lightning", "timm", "torchaudio", "torchvision", "transformers")  # the history's top-level packages
+             "pytorch_lightning", "timm", "torchaudio", "torchvision", "transformers")
 _TALLY = Tally()  # "old -> successor" -> how many times it was answered
 
 
@@ -127,8 +128,9 @@ class _Holder:
         from zeropatch._history import holds_answers
 
         names, package = holds_answers(module.__name__)
-        module.__doc__ = (f"{module.__name__} as zeropatch's moved_names answers it: the names the release that removed "
-                          f"it had moved elsewhere ({', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})")
+        shown = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+        module.__doc__ = (f"{module.__name__} as zeropatch's moved_names answers it: the names the release that "
+                          f"removed it had moved elsewhere ({shown})")
         if package:
             module.__path__ = []
         module.__getattr__ = _Answers(module, None)
