@@ -49,7 +49,8 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
               'its successor, from the API history',
    'package': 'api-history',
    'affected': 'every release of the 13 libraries in the API history that lacks a module or name an earlier one had '
-               '(2021 to today)',
+               "(2021 to today; the history's records are checked against the installed releases by "
+               'tests/test_history.py, not swept)',
    'errors': (),
    'default': True,
    'provides': False,
@@ -662,8 +663,9 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'the names Python 3.9-3.11 removed (collections.Mapping and the other ABC aliases, inspect.getargspec, '
               'fractions.gcd, base64.encodestring, Thread.isAlive) back, with their old semantics',
    'package': 'python',
-   'affected': '3.9-3.11.7 (checked on 3.11.7; 3.9 removed fractions.gcd, base64.encodestring / decodestring and '
-               'Thread.isAlive, 3.10 the collections ABC aliases, 3.11 inspect.getargspec / formatargspec)',
+   'affected': "3.11.7 (swept; the names went in three releases before it: fractions.gcd, base64's and Thread.isAlive "
+               "first, the collections aliases next, inspect's last; the old semantics checked against those releases' "
+               'own interpreters)',
    'errors': ("module 'collections' has no attribute "
               "'(Awaitable|Coroutine|AsyncIterable|AsyncIterator|AsyncGenerator|Hashable|Iterable|Iterator|Generator|Reversible|Sized|Container|Callable|Collection|Set|MutableSet|Mapping|MutableMapping|MappingView|KeysView|ItemsView|ValuesView|Sequence|MutableSequence|ByteString)'",
               'cannot import name '

@@ -181,8 +181,9 @@ PATCH = Patch(
     summary="the names Python 3.9-3.11 removed (collections.Mapping and the other ABC aliases, inspect.getargspec, "
     "fractions.gcd, base64.encodestring, Thread.isAlive) back, with their old semantics",
     package="python",
-    affected="3.9-3.11.7 (checked on 3.11.7; 3.9 removed fractions.gcd, base64.encodestring / decodestring and "
-             "Thread.isAlive, 3.10 the collections ABC aliases, 3.11 inspect.getargspec / formatargspec)",
+    affected="3.11.7 (swept; the names went in three releases before it: fractions.gcd, base64's and Thread.isAlive "
+             "first, the collections aliases next, inspect's last; the old semantics checked against those "
+             "releases' own interpreters)",
     targets=("collections", "inspect", "fractions", "base64", "threading"),
     apply=apply,
     errors=(
