@@ -3,6 +3,7 @@ resume on two CPU ranks under `zeropatch run --cpu` and nothing else; what the s
 CPU while the libraries are told the truth; the numerics are the script's; it stays off where CUDA is available."""
 
 import json
+import re
 import sys
 
 import pytest
@@ -102,7 +103,9 @@ def test_fsdp1_plugins_that_sync_module_states_materialise_meta_parameters_on_th
     from the launcher's variables), looks for a GPU to materialise meta parameters on; rehearsed, it takes the CPU,
     and keeps both settings and what it tells transformers (FSDP_CPU_RAM_EFFICIENT_LOADING) as on a GPU."""
     plain = run_python(FSDP1_PLUGINS, env=clean_environment())
-    assert plain.returncode != 0 and "There are currently no available devices found" in plain.stderr, plain.stderr
+    assert plain.returncode != 0 and re.search(  # (accelerate's words for it changed between releases)
+        r"There are currently no available devices found|`sync_module_states=True` is not supported on cpu",
+        plain.stderr), plain.stderr
     rehearsed = run_command(REHEARSE + [sys.executable, "-c", FSDP1_PLUGINS], env=clean_environment())
     assert_ok(rehearsed)
     lines = [line for line in rehearsed.stdout.splitlines() if line.startswith("plugin ")]

@@ -42,10 +42,13 @@ class Denoiser(ModelMixin, ConfigMixin):
 torch.manual_seed(0)
 layer = Intermediate()
 states = torch.randn(2, 6, 8)
-assert torch.allclose(layer(states), layer.feed_forward_chunk(states))  # chunking changes nothing but memory
+if not torch.allclose(layer(states), layer.feed_forward_chunk(states)):  # chunking changes nothing but memory
+    raise SystemExit("the chunked feed-forward differs")
 pruned = prune_linear_layer(torch.nn.Linear(8, 8), torch.tensor([0, 1, 2, 3]))  # head 1 of 2 (size 4) pruned
-assert pruned.out_features == 4 and issubclass(PreTrainedModel, torch.nn.Module)
+if pruned.out_features != 4 or not issubclass(PreTrainedModel, torch.nn.Module):
+    raise SystemExit("pruning or PreTrainedModel is not transformers'")
 model = Denoiser(channels=4)
-assert model.config.channels == 4 and model(torch.zeros(1, 4, 8, 8)).shape == (1, 4, 8, 8)
+if model.config.channels != 4 or model(torch.zeros(1, 4, 8, 8)).shape != (1, 4, 8, 8):
+    raise SystemExit("the diffusers 0.11 model file did not build its model")
 print("repro: BLIP's transformers imports and a diffusers 0.11 model file worked "
       f"(chunked feed-forward equal, head 1 pruned to {pruned.out_features} outputs, {type(model).__name__} built)")
