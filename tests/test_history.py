@@ -242,7 +242,7 @@ def test_check_resolves_imports_of_the_known_libraries_against_their_installed_f
     script.write_text("from transformers.trainer import _model_unwrap\n"
                       "from pytorch_lightning.logging import TestTubeLogger\n"
                       "from torch.nn import Module\nfrom torch.utils.data import DataLoader\n"
-                      "from transformers import BertModel, Trainer\nfrom torchvision.transforms import Compose\n"
+                      "from transformers import BertModel, Trainer\nfrom torch.optim.lr_scheduler import LambdaLR\n"
                       "import torch.nn.functional as F\nfrom pytorch_lightning import Trainer as PLTrainer\n"
                       "from PIL import Image\nImage.open, Image.BILINEAR, Image.LANCZOS\n")
     result = run_command(ZEROPATCH + ["check", "--static", "--patches", "0", script])
