@@ -22,9 +22,6 @@ def how_to_turn_on(patch):
             f"set ZEROPATCH={selection} in the environment"]
 
 
-MOVED = "moved_names"  # the patch that answers what the API history records as moved or retired
-
-
 def _here(patch):
     """(the affected releases with the one found here, the patch's state in this process)."""
     record = _core.status(patch.name)[0]
@@ -38,12 +35,12 @@ def explanation(text, here=_here):
              for patch, advice in _core.advice_for_error(text)]
     lines += [f"No patch can fix this ({module} has no build for the installed torch): {advice}"
               for module, advice in dead_ends_for_error(text)]
-    from zeropatch._history import answerable, describe, for_error  # (read only when an error is explained)
+    from zeropatch._history import ANSWERING_PATCH, answerable, describe, for_error  # (read only when explaining)
 
     records = for_error(text)  # which release removed what the error names, and for what
     patches = _core.patches_for_error(text)
     if any(answerable(record.module, record.name) is not None for record in records):
-        patches.append(_core._registry()[MOVED].patch)  # the history's moved and retired names are answered
+        patches.append(_core._registry()[ANSWERING_PATCH].patch)  # the history's moved and retired names are answered
     if not patches:
         lines.append("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
     for patch in patches:

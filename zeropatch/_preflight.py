@@ -45,14 +45,12 @@ def breaks_here(patch, python=None):
     return True, f"{patch.package} {version} installed; affected: {patch.affected}"
 
 
-def _legacy_here(patch, path, root, reason=False):
-    """Whether the code at ``path`` (shown relative to ``root``) is legacy for ``patch.legacy_only`` (its repository's
-    pins, or ZEROPATCH_LEGACY); ``reason``: the decision's words instead."""
+def _legacy_decision(patch, path, folder):
+    """The ``zeropatch._legacy`` Decision for the code at ``path`` (relative to ``folder``, the folder checked) and
+    ``patch.legacy_only``: its repository's pins, or ZEROPATCH_LEGACY."""
     from zeropatch._legacy import decide_in
 
-    base = root if os.path.isdir(root) else os.path.dirname(os.path.abspath(root))
-    decision = decide_in(*patch.legacy_only, os.path.dirname(os.path.join(base, path)))
-    return decision.why if reason else decision.legacy
+    return decide_in(*patch.legacy_only, os.path.dirname(os.path.join(folder, path)))
 
 
 def _turn_on(patches):
@@ -111,6 +109,7 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
     fixed = unfixed = notes = 0
     blocked = {}
     failing = {(finding.path, finding.line) for finding in result.findings if finding.patch is None}
+    folder = root if os.path.isdir(root) else os.path.dirname(os.path.abspath(root))
     for group in _grouped(result.findings, registry):
         finding, more = group[0], len(group) - 1
         also = f"   (and {more} more in this file)" if more else ""
@@ -139,9 +138,9 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             label, notes = "note", notes + 1
         elif on and (finding.path, finding.line) in failing:  # the line's other names fail: its NO FIX counts it
             label = "part"
-        elif on and patch.legacy_only and not _legacy_here(patch, finding.path, root):
+        elif on and patch.legacy_only and not (decision := _legacy_decision(patch, finding.path, folder)).legacy:
             label, unfixed = "BREAKS", unfixed + 1
-            why += f"; fixed only for legacy code: {_legacy_here(patch, finding.path, root, reason=True)}"
+            why += f"; fixed only for legacy code: {decision.why}"
         elif on:
             label, fixed = "fixed", fixed + 1
         else:
@@ -151,7 +150,6 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
         state = "on" if on else "off"
         print(f"  {label:<6}  {finding.path}:{finding.line}  {finding.code}{also}", file=out)
         print(f"          {patch.name} ({kind} patch, {state} here; `{finding.signature}`): {why}", file=out)
-    folder = root if os.path.isdir(root) else os.path.dirname(os.path.abspath(root))
     for path, pin, version in differing_pins(folder):
         print(f"  pin     {path}: {pin}, installed {version}", file=out)
     for line in result.unreadable:

@@ -13,6 +13,7 @@ release removed them, and what replaced them).
 """
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -185,7 +186,7 @@ def _history_findings(reader):
         if finding.signature:
             target = finding.signature.split()[-1].removesuffix(".*")
             covered.setdefault(finding.line, set()).update((target, target.rpartition(".")[2]))
-    found, seen, texts = [], set(), {}
+    found, seen, parsed = [], set(), {}
     for node, module in reader.imports:
         if id(node) in seen or id(node) in reader.optional:
             continue
@@ -200,8 +201,8 @@ def _history_findings(reader):
                    # `from package import name`, where the history knows a removed submodule package.name: the
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
                    and not (record.name is None and name is not None and _package_names(package, name))
-                   and not (record.name is not None and _binds(record.module, record.name, texts, lazy=False))]
-        unknown = [] if records else _unresolved(asked, texts)
+                   and not (record.name is not None and _binds(record.module, record.name, parsed, lazy=False))]
+        unknown = [] if records else _unresolved(asked, parsed)
         if unknown:
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice="; ".join(
                 unknown)))
@@ -213,7 +214,7 @@ def _history_findings(reader):
         if node.lineno in lines or module.split(".")[0] not in RESOLVED or not _module_exists(module):
             continue
         record = removal(module, name)
-        if record and record.name and missing_here(record) and not _binds(module, name, texts, lazy=False):
+        if record and record.name and missing_here(record) and not _binds(module, name, parsed, lazy=False):
             lines.add(node.lineno)
             found.append(_history_finding(reader, node, [record]))
     return found
@@ -222,12 +223,12 @@ def _history_findings(reader):
 def _history_finding(reader, node, records):
     """The finding of a line whose imports or reads the history records removed: fixed by moved_names where each moved
     or was an alias and its successor is installed, else NO FIX; with what the history says of each."""
-    from zeropatch._history import answerable, describe
+    from zeropatch._history import ANSWERING_PATCH, answerable, describe
 
     answered = all(answerable(record.module, record.name) is not None and _successor_installed(record.successor)
                    for record in records)
     return Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
-                   MOVED if answered else None, MOVED_SIGNATURE if answered else None,
+                   ANSWERING_PATCH if answered else None, MOVED_SIGNATURE if answered else None,
                    advice="; ".join(dict.fromkeys(describe(record) for record in records)))
 
 
@@ -237,7 +238,7 @@ RESOLVED = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "nu
             "pytorch_lightning", "timm", "torch", "torchaudio", "torchvision", "transformers")
 
 
-def _unresolved(asked, texts):
+def _unresolved(asked, parsed):
     """What of an import (``asked``: (module, name or None) pairs) the installed release of a RESOLVED library lacks,
     read from its files (parsed, nothing imported), where the history records nothing: a module that is no file of it,
     a name its module (or one it star-imports) neither binds nor lists. A module that makes names or submodules at run
@@ -252,10 +253,10 @@ def _unresolved(asked, texts):
             continue
         if not _module_exists(module):
             parent = module.rpartition(".")[0]
-            if parent and _module_exists(parent) and not any(_names_of(parent, texts)[2:]):
+            if parent and _module_exists(parent) and not any(_names_of(parent, parsed)[2:]):
                 said.append(f"no module {module} in the installed {_release(top, installed_version)}")
             break
-        if name is not None and not _module_exists(f"{module}.{name}") and not _binds(module, name, texts):
+        if name is not None and not _module_exists(f"{module}.{name}") and not _binds(module, name, parsed):
             said.append(f"{module} has no {name} in the installed {_release(top, installed_version)}")
     return said
 
@@ -265,33 +266,32 @@ def _release(top, installed_version):
     return f"{distribution} {installed_version(distribution) or ''}".rstrip()
 
 
-def _binds(module, name, texts, lazy=True, depth=4):
+def _binds(module, name, parsed, lazy=True, depth=4):
     """Whether ``module`` binds or lists ``name`` anywhere in its code, or writes names at run time (``globals()``,
     ``sys.modules``), or (``lazy``) answers names through a ``__getattr__``, or a module it star-imports binds it.
     The history's records are checked with ``lazy`` False: it read a lazy module's names itself."""
-    names, stars, writes, answers = _names_of(module, texts)
+    names, stars, writes, answers = _names_of(module, parsed)
     if name in names or writes or (lazy and answers):
         return True
-    return depth > 0 and any(_binds(star, name, texts, lazy, depth - 1) for star in stars if _module_exists(star))
+    return depth > 0 and any(_binds(star, name, parsed, lazy, depth - 1) for star in stars if _module_exists(star))
 
 
-def _names_of(module, texts):
+def _names_of(module, parsed):
     """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it writes names at
     run time, whether it answers names through ``__getattr__``), parsed once from its installed source (none: taken
     as writing them)."""
-    key = ("names", module)
-    if key not in texts:
+    if module not in parsed:
         path = _module_file(module)
-        texts[key] = (set(), [], True, True)
+        parsed[module] = (set(), [], True, True)
         if path is not None:
             with open(path, encoding="utf-8-sig", errors="replace") as file:
                 try:
                     tree = ast.parse(file.read())
                 except SyntaxError:
-                    return texts[key]
+                    return parsed[module]
             package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-            texts[key] = _bound_names(tree, package)
-    return texts[key]
+            parsed[module] = _bound_names(tree, package)
+    return parsed[module]
 
 
 def _bound_names(tree, package):
@@ -329,6 +329,7 @@ def _names_modules_or_globals(node):
                                             and node.func.id == "globals")
 
 
+@functools.lru_cache(maxsize=None)
 def _module_exists(module):
     """Whether a dotted module is a file, a package or a compiled extension of its installed top-level package."""
     import importlib.util
@@ -349,7 +350,7 @@ def _module_exists(module):
     return False
 
 
-MOVED, MOVED_SIGNATURE = "moved_names", "import of a moved or retired module or name"  # the patch that answers them
+MOVED_SIGNATURE = "import of a moved or retired module or name"  # what the history's answering patch's findings show
 
 
 def _successor_installed(successor):
@@ -363,6 +364,7 @@ def _successor_installed(successor):
         return _defines(file.read(), name)
 
 
+@functools.lru_cache(maxsize=None)
 def _module_file(module):
     """The installed source file of a dotted module (a package's ``__init__.py``), found without importing anything."""
     import importlib.util
