@@ -1,13 +1,18 @@
 """Test environments, each with the real targets on CPU (gloo), built once and reused.
 
-- ``tests(colossalai='0.5.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.5.0 (new optimizer API),
-  today's transformers / peft / pandas / numpy 2.4 / setuptools 84 (no pkg_resources) / datasets 5, pinned at the
-  releases ``today`` installs (so their patches' tests run once, in ``today``; the sweep runs each older release).
-- ``tests(colossalai='0.4.0')``: torch 2.13.0, colossalai 0.4.0 (last release with ``_param_store``) with the
-  transformers / peft it pins, pandas 2, numpy 1.26, setuptools 81 (the last with pkg_resources) and datasets 2.21
-  (the last with load_metric): where the
+- ``tests(colossalai='0.4.0')``: torch 2.13.0 (the CPU build, for speed), colossalai 0.4.0 (last release with
+  ``_param_store``) with the transformers / peft it pins, pandas 2, numpy 1.26, setuptools 81 (the last with
+  pkg_resources) and datasets 2.21 (the last with load_metric), diffusers 0.24 (Latte's pin): where the
   newer patches must report ``not-needed``, and the pkg_resources stand-in is compared with the real one. No
   xformers: the opt-in xformers_sdpa provides it.
+- ``frozen``: not in CI; the stack ``today`` had when 0.6.0 was made, frozen: torch 2.13.0's CPU build, colossalai 0.5.0,
+  transformers 5.24.0 / peft 0.21 / pandas 3.1 / numpy 2.4 / setuptools 84 (no pkg_resources) / datasets 5,
+  diffusers 0.24, xformers 0.0.35 (built for torch 2.10 + CUDA: its operators do not load there). When ``today`` fails
+  after an upstream release, it tells whether the drift did it. It was a CI session until 0.6.0: ``today`` holds
+  colossalai 0.5.0 itself and the 0.4.0 session torch 2.13 and diffusers 0.24, so it ran again what those two run,
+  and the tests of each library that had moved on since its pins (transformers 5.25 on 2026-12-04: 15 minutes and
+  three skips over its budget, a failure made by no change of the project). It has no skip budget: what it skips
+  depends on how far ``today`` has moved from it; it prints them.
 - ``today``: everything unpinned, as a plain ``pip install`` gives it today: the registry's default torch (a CUDA
   build of several GB, which runs on a CPU machine), torchvision, transformers, peft, pandas, av, deepspeed,
   accelerate, yapf, omegaconf, xformers, timm (it needs torchvision: only here), diffusers, datasets, evaluate,
@@ -30,7 +35,7 @@ runs first and records the release of every distribution it installed (``.nox/to
 session then leaves out the tests of a patch whose library it holds at that same release (tests/conftest.py), since
 ``today`` just ran them: it exists for the releases ``today`` does not have. Where ``today`` never ran, a pinned session runs all.
 
-Each test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped. Some install
+Each CI test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped. Some install
 an old release beside their own (REFERENCES: transformers 4.49.0 in 0.4.0, torchvision 0.25.0 in today), with which
 the tests compare what a patch restores, bit for bit.
 
@@ -54,6 +59,7 @@ CONSTRAINTS = ("-c", "tests/constraints.txt")
 COLOSSALAI_IMPORT_NEEDS = ["galore-torch", "bitsandbytes", "safetensors", "einops", "psutil", "numpy"]
 LEGACY_DIFFUSERS = "diffusers==0.24.0"  # Latte's pin, which imports what huggingface_hub removed (hf_hub_legacy)
 STACKS = {  # colossalai release -> the transformers / peft / pandas / numpy / setuptools / xformers stack it is tested with
+    # (0.5.0: the frozen session's)
     "0.5.0": ["transformers==5.24.0", "peft==0.21.2", "pandas==3.1.1", "numpy==2.4.6", "setuptools==84.2.1",
               "xformers==0.0.35",  # built for torch 2.10 + CUDA: on torch 2.13's CPU build its operators do not load
               LEGACY_DIFFUSERS, "datasets==5.2.0"],
@@ -71,24 +77,20 @@ REQUIRED = {"0.5.0": REQUIRED_CPU + ",xformers,diffusers", "0.4.0": REQUIRED_CPU
 REQUIRED_TODAY = REQUIRED_CPU + ",torchvision,torchaudio,soundfile,av,yapf,mmcv,xformers,timm,diffusers"
 # the skips each session expects (tests of what its releases do not have: torchvision in the CPU sessions, the
 # not-needed side of a patch, ...); more fails the run, listing the reasons (tests/conftest.py)
-SKIP_BUDGET = {"0.5.0": 43, "0.4.0": 103, "today": 8}  # every session: +1 the attention kernels' CUDA-only test, +1
-# python_dataclass_defaults' comparison with a real Python 3.10 (none here: ZEROPATCH_TEST_PYTHON310); the colossalai
-# sessions: +2 test_history's check against the installed diffusers (0.24, which does not import on their
-# huggingface_hub without zeropatch) and timm (not installed); 0.4.0: +1 check's pkg_resources findings (its
-# setuptools 81 has the real module: nothing breaks); moved_names: +1 each (diffusers 0.24 still has its old
-# pipelines), 0.4.0 +5 more (transformers 4.51.3 still has the helpers in modeling_utils: four tests and the repro)
-# and +1 test_history's partly-fixed line (4.51.3 still has file_utils.cached_property);
-# no timm / torchvision / torchaudio there: +7 timm_legacy_api,
-# +3 torchvision_get_image_size, +6 torchaudio_backends each; 0.4.0: +5 hf_load_in_8bit (transformers 4.51.3), +2
-# hf_fsdp_version's tests (transformers >= 5.10), +6 the datasets patches' tests of what datasets >= 3.0 lacks
-# (datasets 2.21.0 there: their repros run not-needed),
-# +1 peft_adapter_bin's repro (transformers 4.51.3's Trainer asks for safetensors itself), +10 the tests of what
-# transformers 4.52 to 5.13 changed for remote-code models (hf_cache_legacy_api 5, hf_generation_mixin 2,
-# hf_generate_position_ids 1, hf_generate_tuple_cache 1, hf_rope_scaling 1), +2 hf_safe_serialization (4.51.3 still
-# writes .bin itself); every session: +1 hf_attn_mask_utils
-# (the module it provides is compared with the library's own where that still exists, < 5.24; today's has none);
-# 0.5.0 holds today's transformers, whose patches' tests run in `today` only: -3 there (hf_attn_mask_utils,
-# hf_post_init's transformers-4 test, transformers_adamw's comparison)
+SKIP_BUDGET = {"0.4.0": 103, "today": 8}  # both: +1 the attention kernels' CUDA-only test, +1
+# python_dataclass_defaults' comparison with a real Python 3.10 (none here: ZEROPATCH_TEST_PYTHON310), +1
+# hf_attn_mask_utils (the module it provides is compared with the library's own where that still exists, < 5.24;
+# today's has none); 0.4.0: +2 test_history's check against the installed diffusers (0.24, which does not import on
+# its huggingface_hub without zeropatch) and timm (not installed), +1 check's pkg_resources findings (its setuptools
+# 81 has the real module: nothing breaks), moved_names +1 (diffusers 0.24 still has its old pipelines) +5
+# (transformers 4.51.3 still has the helpers in modeling_utils: four tests and the repro), +1 test_history's
+# partly-fixed line (4.51.3 still has file_utils.cached_property); no timm / torchvision / torchaudio there: +7
+# timm_legacy_api, +3 torchvision_get_image_size, +6 torchaudio_backends; +5 hf_load_in_8bit (transformers 4.51.3),
+# +2 hf_fsdp_version's tests (transformers >= 5.10), +6 the datasets patches' tests of what datasets >= 3.0 lacks
+# (datasets 2.21.0 there: their repros run not-needed), +1 peft_adapter_bin's repro (transformers 4.51.3's Trainer
+# asks for safetensors itself), +10 the tests of what transformers 4.52 to 5.13 changed for remote-code models
+# (hf_cache_legacy_api 5, hf_generation_mixin 2, hf_generate_position_ids 1, hf_generate_tuple_cache 1,
+# hf_rope_scaling 1), +2 hf_safe_serialization (4.51.3 still writes .bin itself)
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit, or run one on the session's stack as a
 # legacy repository pins it (tests/conftest.py: reference_release)
@@ -115,21 +117,21 @@ def install_deepspeed(session, requirement, *pins):
     """DeepSpeed with its CPU communication op built now, once per environment (never JIT at run time). A pinned
     release is built once per Python and torch release, into a wheel beside the environments (.nox/wheels), which
     the next environment with the same pair installs: the two CPU sessions share one build (80 s here)."""
-    if session.run("python", "-c", DS_OP_BUILT, success_codes=[0, 1], silent=True) is True:
+    if session.run_install("python", "-c", DS_OP_BUILT, success_codes=[0, 1], silent=True) is True:
         return
     session.install(*pins, "setuptools", "wheel", "ninja", "packaging", "numpy")
     if "==" not in requirement:  # today's release: whatever the registry gives now, built in place
         session.install("--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps", requirement,
                         env=DS_AOT)
     else:
-        against = session.run("python", "-c", BUILT_AGAINST, silent=True).split()[-1]  # (after any warning)
+        against = session.run_install("python", "-c", BUILT_AGAINST, silent=True).split()[-1]  # (after any warning)
         folder = os.path.join(os.path.dirname(session.virtualenv.location), "wheels",
                               f"{requirement.replace('==', '-')}-{against}")
         if not glob.glob(os.path.join(folder, "*.whl")):
-            session.run("python", "-m", "pip", "wheel", "--no-build-isolation", "--no-cache-dir", "--no-deps",
+            session.run_install("python", "-m", "pip", "wheel", "--no-build-isolation", "--no-cache-dir", "--no-deps",
                         "--wheel-dir", folder, requirement, env=DS_AOT)
         session.install("--force-reinstall", "--no-deps", *glob.glob(os.path.join(folder, "*.whl")))
-    session.run("python", "-c", DS_OP_BUILT, silent=True)
+    session.run_install("python", "-c", DS_OP_BUILT, silent=True)
 
 
 def install_cpu_targets(session, colossalai):
@@ -166,7 +168,7 @@ def run_suite(session, required, skip_budget, references=(), ignore=(), today_re
     session.run("pytest", *(session.posargs or ["-n", "2", "--dist", "worksteal", "--durations=15",
                                                 "-m", "not release_sweep",
                                                 *(f"--ignore={path}" for path in ignore), "tests"]),
-                env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": str(skip_budget),
+                env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": "" if skip_budget is None else str(skip_budget),
                      "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references),
                      "ZEROPATCH_TEST_TODAY_RELEASES": today_releases})
 
@@ -230,18 +232,29 @@ def example(session):
 LIGHTNING_TESTS = ("tests/test_pytorch_lightning.py", "tests/test_pl_multiple_optimizers.py")
 
 
-@nox.session
-@nox.parametrize("colossalai", list(STACKS))
-def tests(session, colossalai):
+def pinned_suite(session, colossalai, skip_budget):
     install_cpu_targets(session, colossalai)
     references = install_references(session, REFERENCES.get(colossalai, []))
     # the ordering matrix (a third of a session) runs on today's releases, and per release in the sweep; so do the
     # Lightning trainings: every session installs the same pytorch-lightning (the constraints' 2.6.6, today's). A
     # patch's own tests run here only where this session holds its library at another release than `today` did
     today = today_releases_file(session)
-    run_suite(session, REQUIRED[colossalai], SKIP_BUDGET[colossalai], references,
+    run_suite(session, REQUIRED[colossalai], skip_budget, references,
               ignore=["tests/test_orderings.py", *LIGHTNING_TESTS],
               today_releases=today if os.path.exists(today) else "")
+
+
+@nox.session
+@nox.parametrize("colossalai", ["0.4.0"])
+def tests(session, colossalai):
+    """The suite on an old stack (colossalai 0.4.0 and the releases of its time), after `today`."""
+    pinned_suite(session, colossalai, SKIP_BUDGET[colossalai])
+
+
+@nox.session
+def frozen(session):
+    """The suite on the stack `today` had when 0.6.0 was made (not in CI): whether a failure of `today` is drift."""
+    pinned_suite(session, "0.5.0", None)
 
 
 @nox.session

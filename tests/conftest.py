@@ -99,7 +99,7 @@ def skips_over_budget(config):
     that a session can never pass by skipping what it was meant to run. Only the controller counts (pytest-xdist)."""
     budget = os.environ.get("ZEROPATCH_TEST_SKIP_BUDGET")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if budget is None or hasattr(config, "workerinput") or reporter is None:
+    if not budget or hasattr(config, "workerinput") or reporter is None:
         return None
     skipped = reporter.stats.get("skipped", [])
     if len(skipped) <= int(budget):
