@@ -2,6 +2,7 @@
 and set refused; any other default, one without __hash__ included, accepted and shared), built by 3.11's own
 dataclasses exactly as a hashable default is; other code keeps 3.11's ValueError and is told the switch once."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -109,8 +110,11 @@ print("ok")
 
 
 def python_3_10():
-    """A Python 3.10 interpreter to compare with (ZEROPATCH_TEST_PYTHON310, else python3.10 on PATH), or None."""
-    for candidate in (os.environ.get("ZEROPATCH_TEST_PYTHON310"), shutil.which("python3.10")):
+    """A Python 3.10 interpreter to compare with (ZEROPATCH_TEST_PYTHON310, else python3.10 on PATH, else one that
+    pyenv installed), or None."""
+    pyenv = os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), "versions", "3.10*", "bin",
+                         "python3.10")
+    for candidate in (os.environ.get("ZEROPATCH_TEST_PYTHON310"), shutil.which("python3.10"), *sorted(glob.glob(pyenv))):
         if candidate and subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 10)"],
                                         capture_output=True, timeout=60).returncode == 0:
             return candidate

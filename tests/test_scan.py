@@ -377,3 +377,83 @@ def test_a_library_module_that_needs_another_distribution_names_it(tmp_path):
     (tmp_path / "train.py").write_text("from torch.utils.tensorboard import SummaryWriter\n")
     result = run_command([sys.executable, "-m", "zeropatch", "check", "--static", str(tmp_path)])
     assert "NO FIX  train.py:1" in result.stdout and "tensorboard is not installed here" in result.stdout, result.stdout
+
+
+def test_the_standard_modules_a_python_release_removed_are_named_with_what_stands_in(tmp_path):
+    """PEP 594's dead batteries (3.12: asyncore, asynchat, smtpd; 3.13: imghdr, pipes, audioop, lib2to3, ...) read as
+    what the job's Python removed, with the copy on PyPI to install, never as a distribution missing here; an import
+    that a ``try`` guards is not a break; ``explain`` says the same of the error on such a Python."""
+    from zeropatch._stdlib_removals import REMOVED, removals_for_error
+
+    files = {"data.py": """\
+                 import imghdr
+                 from pipes import quote
+                 import audioop
+                 from asyncore import loop
+                 import lib2to3.pgen2.driver
+                 try:
+                     import telnetlib
+                 except ImportError:
+                     telnetlib = None
+                 """}
+    on_3_13 = [advice for _, _, advice in found(tmp_path, files, python=(3, 13))]
+    assert on_3_13 == [
+        "imghdr was removed in Python 3.13: pip install standard-imghdr (3.12's module), or ask Pillow: "
+        "Image.open(path).format",
+        "pipes was removed in Python 3.13: pip install standard-pipes (3.12's module); its quote is shlex.quote",
+        "audioop was removed in Python 3.13: pip install audioop-lts (the same functions, for 3.13 and later)",
+        "asyncore was removed in Python 3.12: pip install standard-asyncore (3.11's module), or use asyncio",
+        "lib2to3 was removed in Python 3.13: no copy of it is published: yapf >= 0.40 carries its own, black and "
+        "libcst parse without it"], on_3_13
+    on_3_12 = [advice.split(":")[0] for _, _, advice in found(tmp_path, files, python=(3, 12))]
+    assert on_3_12 == ["asyncore was removed in Python 3.12"], on_3_12
+    assert found(tmp_path, files, python=(3, 11)) == []
+    assert all(module not in sys.stdlib_module_names or sys.version_info[:2] < release
+               for module, (release, _) in REMOVED.items())  # the table agrees with this interpreter
+    traceback = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'imghdr'\n"
+    assert removals_for_error(traceback, python=(3, 13)) == [("imghdr", (3, 13), REMOVED["imghdr"][1])]
+    assert removals_for_error(traceback, python=(3, 12)) == []
+
+
+def test_an_attribute_a_subclass_reads_that_the_installed_library_class_lacks_is_named(tmp_path):
+    """SimCSE's TrainingArguments subclass reads ``self.no_cuda`` (transformers 5 removed the field): named at its line
+    where the installed class and its bases lack it, never where anything could answer it: a field, a method or what a
+    method assigns (its own, its bases', a repository class's between), what the repository sets on any object, a
+    class with ``torch.nn.Module``'s ``__getattr__`` among its bases, or another library's."""
+    import dataclasses
+
+    import transformers
+
+    from zeropatch._class_members import library_members
+
+    files = {"train.py": """\
+                 import torch
+                 from sklearn.base import BaseEstimator
+                 from transformers import TrainingArguments
+
+                 class Ours(TrainingArguments):
+                     def _setup(self):
+                         self.cache = {}
+
+                 class Arguments(Ours):
+                     def device_kind(self):
+                         if self.no_cuda:
+                             return "cpu"
+                         return self.output_dir, self.cache, self.to_dict(), self.set_elsewhere, self.no_cuda
+
+                 class Net(torch.nn.Module):
+                     def forward(self, x):
+                         return self.no_cuda
+
+                 class Estimator(BaseEstimator):
+                     def fit(self):
+                         return self.no_cuda
+
+                 def configure(arguments):
+                     arguments.set_elsewhere = True
+                 """}
+    removed = "no_cuda" not in {field.name for field in dataclasses.fields(transformers.TrainingArguments)}
+    findings = [(line, advice.split(":")[0]) for _, line, advice in found(tmp_path, files) if "self." in advice]
+    assert findings == ([(11, "self.no_cuda")] if removed else []), findings
+    assert library_members("torch.nn.Module") is None  # its __getattr__ answers parameters and submodules
+    assert {"output_dir", "to_dict"} <= library_members("transformers.TrainingArguments")

@@ -1,7 +1,7 @@
 """What ``zeropatch explain`` says about an error text (a message or a whole traceback): the patches that fix it, each
 with its state here and how to turn it on; the drift a patch knows of and cannot fix, with what to do; the libraries
-with no build for the installed torch; the release that removed a module or name, and what replaced it (the API
-history). The job report of ``zeropatch run`` says the same about a failed job's last
+with no build for the installed torch; the standard modules this Python removed, with what stands in; the release that
+removed a module or name, and what replaced it (the API history). The job report of ``zeropatch run`` says the same about a failed job's last
 exception."""
 
 from zeropatch import _core
@@ -42,6 +42,10 @@ def explanation(text, here=_here):
     if any(answerable(record.module, record.name) is not None for record in records):
         patches.append(_core._registry()[ANSWERING_PATCH].patch)  # the history's moved and retired names are answered
     if not patches:
+        from zeropatch._stdlib_removals import removals_for_error
+
+        lines += [f"No patch can fix this ({module} was removed in Python {'.'.join(map(str, release))}): {advice}"
+                  for module, release, advice in removals_for_error(text)]
         lines.append("No zeropatch patch is known to fix this error. Run `zeropatch status` to see what is active.")
     for patch in patches:
         affected, state = here(patch)

@@ -7,9 +7,10 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 line by line for options and keys, the repository's requirement files (``_pins``) for the old releases of other
 libraries that meet a drift themselves. Besides the patches' drift it names what no patch fixes: a top-level import of a
 module that is not installed here (and not part of the repository), or that has no build for the installed torch
-(``_dead_ends``: torchtext), Python-version removals (``imp``; ``distutils`` without setuptools), compiled
-extensions, and the imports of modules or names the installed releases lack by the API history (``_history``: which
-release removed them, and what replaced them).
+(``_dead_ends``: torchtext), the standard modules the job's Python removed (``_stdlib_removals``), compiled
+extensions, the imports of modules or names the installed releases lack by the API history (``_history``: which
+release removed them, and what replaced them), and the attributes a repository's subclasses of a library's classes read
+that the installed classes lack (``_class_members``).
 """
 
 import ast
@@ -21,13 +22,13 @@ import sys
 from zeropatch._dead_ends import dead_end
 from zeropatch._python_reader import PythonFileReader
 from zeropatch._signatures import Finding, signatures
+from zeropatch._stdlib_removals import REMOVED
 
 LAUNCH_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".md", ".txt", ".yaml", ".yml", ".cfg", ".json")
 SKIPPED_FOLDERS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".nox", ".tox", "site-packages",
                    ".eggs", "build", "dist", ".ipynb_checkpoints"}
 MAX_FILE_BYTES = 2 << 20  # a data file named .json / .txt is not a launch file worth reading
-PYTHON_REMOVALS = ("imp", "distutils")  # standard modules that Python 3.12 removed
-REMOVED_IN = (3, 12)
+REMOVED_IN = REMOVED["imp"][0]  # the release without the modules python_removed_modules provides
 CUDA_BUILDS = {"apex", "flash_attn", "xformers", "pytorch3d",
                "tinycudann", "nvdiffrast", "causal_conv1d", "mamba_ssm"}
 
@@ -136,8 +137,9 @@ def scan(root, patches, python=None, arguments=()):
         result.findings += reader.find(repository_classes, repository_decorated)
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
-        result.findings += _python_removals(reader.path, reader.imports, reader.lines, python, restored)
+        result.findings += _python_removals(reader, python, restored)
         result.findings += _history_findings(reader)
+    result.findings += _unknown_attributes(readers)
     result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
@@ -147,7 +149,7 @@ def scan(root, patches, python=None, arguments=()):
             advice = f"{top}{more}: {dead_end(top)}"
             result.findings.append(Finding(where, node.lineno, ast.unparse(node), advice=advice))
             continue
-        if (top in sys.stdlib_module_names or top in PYTHON_REMOVALS or top in provided
+        if (top in sys.stdlib_module_names or top in REMOVED or top in provided
                 or importlib.util.find_spec(top) is not None):
             continue  # (what Python removed is named for the job's release by _python_removals)
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
@@ -220,6 +222,78 @@ def _history_findings(reader):
     return found
 
 
+def _unknown_attributes(readers):
+    """``self.NAME`` read in a method of a repository's subclass of a RESOLVED library's class, where neither the
+    installed class and its bases (``_class_members``) nor the repository's classes between have NAME, and nothing in
+    the repository sets it (``anything.NAME = ...``, or NAME as a string: ``setattr``, ``hasattr``): an attribute the
+    library removed (SimCSE's Trainer subclass reads 4.2's ``self.use_amp``). A class with a base that cannot be read
+    (another library's, a ``__getattr__``, a script's own modules) is not judged. Once per class and name."""
+    from zeropatch._class_members import library_members
+    from zeropatch._versions import installed_version
+
+    classes, set_somewhere = {}, set()
+    for reader in readers:
+        for node in ast.walk(reader.tree):
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, (node, reader))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                set_somewhere.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                set_somewhere.add(node.value)
+    found = []
+    for name, (node, reader) in classes.items():
+        bases = reader.derived.get(name, set())
+        libraries = sorted(base for base in bases if base.split(".")[0] in RESOLVED)
+        known = _repository_members(name, classes, set())
+        if not libraries or known is None or any(  # another library's class, or one of a script's modules
+                base.split(".")[0] not in RESOLVED and base.split(".")[0] not in (reader.local_modules or ())
+                for base in bases):
+            continue
+        inherited = [library_members(base) for base in libraries]
+        if None in inherited:
+            continue
+        known = known.union(*inherited) | set_somewhere
+        told = set()
+        for method, me in _methods(node):
+            for inner in ast.walk(method):
+                if (isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Load)
+                        and isinstance(inner.value, ast.Name) and inner.value.id == me and inner.attr not in known):
+                    known.add(inner.attr)
+                    owners = ", ".join(f"{base} ({_release(base.split('.')[0], installed_version)})"
+                                       for base in libraries)
+                    found.append(Finding(reader.path, inner.lineno, reader.lines[inner.lineno - 1].strip(),
+                                         advice=f"self.{inner.attr}: neither the installed {owners} nor its bases "
+                                                f"have it, and the repository never sets it: AttributeError when this "
+                                                f"line runs (a release removed it, or it never existed)"))
+    return found
+
+
+def _repository_members(name, classes, seen):
+    """The attributes a repository class and the repository classes it derives from give themselves, or None."""
+    from zeropatch._class_members import own_members
+
+    if name in seen or name not in classes:
+        return set()
+    seen.add(name)
+    node = classes[name][0]
+    members = own_members(node)
+    for base in node.bases:
+        simple = getattr(base, "id", None) or getattr(base, "attr", None)
+        inherited = _repository_members(simple, classes, seen) if simple else set()
+        if members is None or inherited is None:
+            return None
+        members |= inherited
+    return members
+
+
+def _methods(node):
+    """(method, the name of its instance parameter) of a class statement; not static or class methods."""
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and not any(
+                getattr(decorator, "id", None) in ("staticmethod", "classmethod") for decorator in item.decorator_list):
+            yield item, item.args.args[0].arg
+
+
 def _history_finding(reader, node, records):
     """The finding of a line whose imports or reads the history records removed: fixed by moved_names where each moved
     or was an alias and its successor is installed, else NO FIX; with what the history says of each."""
@@ -281,17 +355,23 @@ def _names_of(module, parsed):
     run time, whether it answers names through ``__getattr__``), parsed once from its installed source (none: taken
     as writing them)."""
     if module not in parsed:
-        path = _module_file(module)
-        parsed[module] = (set(), [], True, True)
-        if path is not None:
-            with open(path, encoding="utf-8-sig", errors="replace") as file:
-                try:
-                    tree = ast.parse(file.read())
-                except SyntaxError:
-                    return parsed[module]
-            package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-            parsed[module] = _bound_names(tree, package)
+        tree = _module_tree(module)
+        package = module if (_module_file(module) or "").endswith("__init__.py") else module.rpartition(".")[0]
+        parsed[module] = (set(), [], True, True) if tree is None else _bound_names(tree, package)
     return parsed[module]
+
+
+@functools.lru_cache(maxsize=None)
+def _module_tree(module):
+    """The parsed installed source of a dotted module; None where it has no source file, or one that does not parse."""
+    path = _module_file(module)
+    if path is None or not path.endswith(".py"):
+        return None
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        try:
+            return ast.parse(file.read())
+        except (SyntaxError, ValueError):
+            return None
 
 
 def _bound_names(tree, package):
@@ -416,25 +496,24 @@ def _pin_findings(files, base, entries):
     return found
 
 
-def _python_removals(shown, imports, lines, python, restored=()):
-    """Modules the job's Python release removed (3.12: ``imp``, ``distutils`` unless setuptools stands in) that no
-    patch puts back (``restored``: the modules patches of Python's removals provide, and their submodules), and
-    compiled extensions built at run time."""
-    import importlib.util
+def _python_removals(reader, python, restored=()):
+    """Imports of the standard modules the job's Python release removed (``_stdlib_removals``) that no patch puts
+    back (``restored``: the modules patches of Python's removals provide, and their submodules), outside a ``try``
+    that handles their failure; and compiled extensions built at run time."""
+    from zeropatch._stdlib_removals import removed_on
 
     found = []
-    for node, module in imports:
-        top = module.split(".")[0]
-        advice = None
-        if any(module == name or module.startswith(name + ".") for name in restored):
+    for node, module in reader.imports:
+        if any(module == name or module.startswith(name + ".") for name in restored) or id(node) in reader.optional:
             continue  # the patch's own finding says it
-        if python >= REMOVED_IN and top == "imp":
-            advice = "imp was removed in Python 3.12: use importlib"
-        elif python >= REMOVED_IN and top == "distutils" and importlib.util.find_spec("setuptools") is None:
-            advice = "distutils was removed in Python 3.12: install setuptools (it provides distutils) or use sysconfig"
+        removal = removed_on(module, python)
+        if removal:
+            release = ".".join(map(str, removal[0]))
+            advice = f"{module.split('.')[0]} was removed in Python {release}: {removal[1]}"
         elif module == "torch.utils.cpp_extension":
             advice = ("a compiled extension: it must be built for the installed torch (a compiler; nvcc for CUDA "
                       "sources); no runtime patch")
-        if advice:
-            found.append(Finding(shown, node.lineno, lines[node.lineno - 1].strip(), advice=advice))
+        else:
+            continue
+        found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice=advice))
     return found
