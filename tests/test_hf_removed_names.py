@@ -143,3 +143,68 @@ print("loaded with diffusers", diffusers.__version__)
     result = run_python(code, env=clean_environment(ZEROPATCH="hf_hub_legacy,hf_removed_names", PYTHONPATH=path))
     assert_ok(result)
     assert "loaded with diffusers 0." in result.stdout, result.stdout
+
+
+@requires("torch", "transformers")
+def test_the_2021_training_arguments_decorators_behave_as_their_last_release():
+    """SimCSE's TrainingArguments subclass: ``@cached_property @torch_required def _setup_devices``, read through its
+    ``device``; each decorator as its last release had it (4.56's cached_property: computed at the first read, kept as
+    ``__cached_<name>``, None computed again; 4.25's torch_required: the method, or an ImportError without torch), one
+    object wherever it is imported from, named as its home module's, out of ``dir()``. Where the installed release
+    still has cached_property (4.51.3 in the 0.4.0 session), zeropatch's is compared with it, read for read. Its
+    Trainer subclass's ``default_hp_space[backend]``: each backend's own default search space."""
+    assert_ok(run_python('''
+import pickle, zeropatch
+import transformers.utils as utils
+from dataclasses import dataclass, field
+from transformers import TrainingArguments
+from transformers.file_utils import cached_property, torch_required
+from transformers.utils.import_utils import torch_required as home_torch_required
+from zeropatch.patches.transformers import hf_removed_names as patch
+
+assert torch_required is home_torch_required and pickle.loads(pickle.dumps(torch_required)) is torch_required
+assert "torch_required" not in dir(utils) and torch_required.__module__ == "transformers.utils.import_utils"
+mine = patch.cached_property
+
+def reads(descriptor):
+    class Counted:
+        calls = 0
+        def compute(self):
+            Counted.calls += 1
+            return self.answer
+        value = descriptor(compute)
+    counted = Counted()
+    seen = []
+    for answer in (None, None, "cpu", "cuda"):
+        counted.answer = answer
+        seen.append((counted.value, Counted.calls))
+    del counted.__dict__["__cached_compute"]
+    seen.append((counted.value, Counted.calls, sorted(vars(counted))))
+    return seen, Counted.value is Counted.__dict__["value"]
+
+assert reads(mine) == ([(None, 1), (None, 2), ("cpu", 3), ("cpu", 3), ("cuda", 4, ["__cached_compute", "answer"])],
+                       True), reads(mine)
+assert reads(cached_property) == reads(mine)  # the library's own where the installed release still has it
+
+@dataclass
+class SimCSEArguments(TrainingArguments):
+    eval_transfer: bool = field(default=False)
+
+    @cached_property
+    @torch_required
+    def _setup_devices(self):
+        return "set up once"
+
+arguments = SimCSEArguments(output_dir="out")
+assert arguments._setup_devices == "set up once" and arguments.__dict__["__cached__setup_devices"] == "set up once"
+assert SimCSEArguments._setup_devices.fget.__name__ == "_setup_devices"
+
+import transformers.trainer_utils as trainer_utils
+from transformers.trainer_utils import HPSearchBackend, default_hp_space
+assert default_hp_space[HPSearchBackend("optuna")] is trainer_utils.default_hp_space_optuna
+assert set(default_hp_space) == {backend for backend in HPSearchBackend
+                                 if hasattr(trainer_utils, f"default_hp_space_{backend.value}")} >= {
+                                     HPSearchBackend.OPTUNA, HPSearchBackend.RAY, HPSearchBackend.WANDB}
+assert "default_hp_space" not in dir(trainer_utils)
+print("OK")
+'''))

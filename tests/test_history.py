@@ -193,21 +193,22 @@ def test_check_leaves_a_name_the_package_still_answers_though_a_submodule_of_tha
 
 
 def test_check_reads_the_other_names_of_a_line_a_patch_fixes_and_the_installed_module_itself(tmp_path):
-    """SimCSE's ``from transformers.file_utils import cached_property, ..., is_torch_tpu_available``: hf_removed_names
-    puts back only the last name, so the line is "part" fixed and its other removed names NO FIX, counted not fixed
-    (it was called fixed). A name the history calls removed because it left the module's public names, while the
-    installed module still defines it (transformers 4.48's RobertaLMHead), is not named."""
+    """A 2021 ``from transformers.file_utils import tf_required, ..., is_torch_tpu_available``: hf_removed_names puts
+    back the last name (and torch_required, not TensorFlow's decorator), so the line is "part" fixed and its other
+    removed name NO FIX, counted not fixed (SimCSE's line was called fixed). A name the history calls removed because
+    it left the module's public names, while the installed module still defines it (transformers 4.48's
+    RobertaLMHead), is not named."""
     if installed_version("transformers") is None or not _history.missing_here(
-            _history.removal("transformers.file_utils", "cached_property")):
-        pytest.skip("the installed transformers still has file_utils.cached_property")
+            _history.removal("transformers.file_utils", "tf_required")):
+        pytest.skip("the installed transformers still has file_utils.tf_required")
     script = tmp_path / "train.py"
-    script.write_text("from transformers.file_utils import cached_property, is_torch_tpu_available\n"
+    script.write_text("from transformers.file_utils import tf_required, is_torch_tpu_available\n"
                       "from transformers.models.roberta.modeling_roberta import RobertaLMHead\n")
     result = run_command(ZEROPATCH + ["check", "--static", script])
     lines = result.stdout.splitlines()
     assert any(line.lstrip().startswith("part ") and "train.py:1" in line for line in lines), result.stdout
     assert any(line.lstrip().startswith("NO FIX") and "train.py:1" in line for line in lines), result.stdout
-    assert "cached_property was removed in transformers" in result.stdout, result.stdout
+    assert "tf_required was removed in transformers 4.26" in result.stdout, result.stdout
     assert "train.py:2" not in result.stdout and "0 breakages fixed" in result.stdout, result.stdout
 
 
@@ -263,6 +264,13 @@ OLD = {
                    "        warnings.warn('Legacy is deprecated: use New')\n        super().__init__(*args)\n",
     "lib/legacy.py": "from .utils import New, deprecate\n\n\nclass New(New):\n"
                      "    message = 'import it from lib.utils'\n    deprecate('New', '1.1', message)\n",
+    "lib/errors.py": "class BaseError(Exception):\n    pass\n\n\nclass OldError(BaseError):\n    'Its own type.'\n",
+    "lib/outputs.py": "from .utils import New, deprecate\n\n\nclass Output(New):\n    def __init__(self, *args):\n"
+                      "        message = f'Output is deprecated: {args}'\n        deprecate('Output', '1.1', message)\n"
+                      "        super().__init__(*args)\n",
+    "lib/dep_util.py": "import warnings\nfrom .utils import New\n\n\ndef __getattr__(name):\n"
+                       "    warnings.warn('dep_util is deprecated: use `lib.modified` instead')\n"
+                       "    return getattr(New, name)\n",
 }
 NEW = {
     "lib/__init__.py": "from .utils import New\n_import_structure = {'models.sub.a': ['ModelA']}\n",
@@ -272,6 +280,9 @@ NEW = {
     "lib/models/sub/__init__.py": "",
     "lib/models/sub/a.py": "class ModelA:\n    def forward(self):\n        return 1\n",
     "lib/shim.py": "from .utils import New\n",
+    "lib/errors.py": "class BaseError(Exception):\n    pass\n",
+    "lib/outputs.py": "",
+    "lib/modified.py": "def newer(a, b):\n    return a > b\n",
 }
 
 
@@ -295,3 +306,8 @@ def test_the_tool_reads_moves_aliases_and_removals_between_two_releases(tmp_path
     assert modules["lib.models.gone"] == [["removed", "1.0", "1.1"]]
     assert modules["lib.legacy"] == [["alias", "1.0", "1.1", "lib.utils.torch_utils"]]  # a module of shims
     assert "ModelA" not in names.get("lib", {})  # still importable from the top level
+    assert names["lib.errors"]["OldError"] == [["removed", "1.0", "1.1"]]  # an empty subclass is another type
+    assert names["lib.outputs"]["Output"] == [["alias", "1.0", "1.1", "lib.utils.torch_utils:New"]]  # it warned
+    # what a module answered through __getattr__ cannot be read: not where its other names went (setuptools.dep_util)
+    assert modules["lib.dep_util"] == [["removed", "1.0", "1.1", "lib.modified",
+                                        "it answered names through __getattr__; its warning named lib.modified"]]

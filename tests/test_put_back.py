@@ -35,10 +35,14 @@ PUTS_BACK = {
 # patches that change more than the names they put back: applied with nothing put back on a release that has the names
 # (timm 0.5: qk_scale went, add_weight_decay not yet)
 CHANGES_MORE = {"timm_legacy_api"}
-# patch -> {module: the library module that defined the names put back there, where it is another}
+# patch -> {module, or module.name: the library module that defined the names (the name) put back there, where it is
+# another}
 HOMES = {"torchvision_video": {"torchvision.io": "torchvision.io.video"},
          "peft_int8_training": {"peft": "peft.utils.other", "peft.utils": "peft.utils.other"},
-         "datasets_load_metric": {"datasets": "datasets.load"}}
+         "datasets_load_metric": {"datasets": "datasets.load"},
+         "hf_removed_names": {f"transformers.{module}.{name}": f"transformers.utils.{home}"
+                              for module in ("utils", "file_utils")
+                              for name, home in (("cached_property", "generic"), ("torch_required", "import_utils"))}}
 
 
 def test_every_patch_that_puts_names_back_is_checked():
@@ -73,7 +77,8 @@ for module in [module for name, module in list(sys.modules.items()) if name.spli
             if isinstance(value, type) or callable(value) and hasattr(value, "__code__"):
                 assert "<locals>" not in value.__qualname__ and "zeropatch" not in value.__module__, (attr, value)
                 if "zeropatch" in getattr(getattr(value, "__code__", None), "co_filename", ""):  # zeropatch's stand-in
-                    assert value.__module__ in (module.__name__, {homes!r}.get(module.__name__)), (attr, value.__module__)
+                    home = {homes!r}.get(f"{{module.__name__}}.{{attr}}", {homes!r}.get(module.__name__))
+                    assert value.__module__ in (module.__name__, home), (attr, value.__module__)
                 assert pickle.loads(pickle.dumps(value)) is value, attr
             checked[f"{{module.__name__}}.{{attr}}"] = value
         getter = getter.previous

@@ -14,7 +14,11 @@ the OPT, BART, mBART and CLIP modules in 4.35 and the LLaMA one in 4.38); "canno
 model = AutoModelForCausalLM.from_config(config)``; moved to ``transformers.initialization`` in 5.0); "cannot import
 name 'FLAX_WEIGHTS_NAME' from 'transformers.utils'" (diffusers up to 0.35.1, checked from 0.24, which Latte pins,
 import it when a pipeline is first asked for, ``from diffusers import DiffusionPipeline``, wherever transformers is
-installed; transformers 5.0 dropped Flax).
+installed; transformers 5.0 dropped Flax); "cannot import name 'torch_required' from 'transformers.file_utils'" (gone in
+4.26) and "... 'cached_property' ..." (gone in 4.57): the 2021 TrainingArguments subclasses (SimCSE's, and every
+script that copied transformers' own ``_setup_devices``) decorate it ``@cached_property @torch_required``; "cannot
+import name 'default_hp_space' from 'transformers.trainer_utils'" (gone in 4.31): the Trainer subclasses of the time
+(SimCSE's) import it for ``hyperparameter_search``.
 
 Changes, each only where the installed release lacks the name:
 - ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
@@ -40,6 +44,16 @@ Changes, each only where the installed release lacks the name:
   ``modeling_clip``, as 4.34 computed them (all five modules had the same two functions): a ``[bsz, 1, tgt, src]``
   additive mask of 0 where a token is kept and the dtype's lowest value where not; the causal one ``[bsz, 1, tgt,
   past + tgt]``, every past key visible, an expanded view as before.
+- ``cached_property`` in ``transformers.file_utils``, ``transformers.utils`` and ``transformers.utils.generic``, 4.56's
+  descriptor: a property whose value is computed at the first read and kept on the instance as ``__cached_<name>``
+  (read again from there; a value of None is computed again, as there; on the class, the descriptor itself); one
+  class, named as ``transformers.utils.generic``'s.
+- ``torch_required(function)`` in ``transformers.file_utils``, ``transformers.utils`` and
+  ``transformers.utils.import_utils``, 4.25's decorator: the function as it was (``functools.wraps``) where
+  transformers finds torch, else an ImportError naming the method.
+- ``default_hp_space`` in ``transformers.trainer_utils``, 4.30's table: each search backend (``HPSearchBackend``) to
+  its default search space, the very ``default_hp_space_<backend>`` functions the module still has (SigOpt's went with
+  its backend).
 - ``no_init_weights(_enable=True)`` in ``modeling_utils``, as 4.49 took it: within it, building a model leaves its
   weights as allocated (torch's init functions and the models' ``init_weights`` do nothing), through transformers'
   own ``transformers.initialization.no_init_weights``; ``_enable=False`` changes nothing. (4.50-4.57 still have the
@@ -62,13 +76,18 @@ DEEPSPEED_SHIM = ("HfDeepSpeedConfig", "HfTrainerDeepSpeedConfig", "deepspeed_co
                   "is_deepspeed_zero3_enabled", "set_hf_deepspeed_config", "unset_hf_deepspeed_config")
 CACHE_NAMES = ("PYTORCH_PRETRAINED_BERT_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "TRANSFORMERS_CACHE")  # each falls back to the one before
 CONSTANTS = {"FLAX_WEIGHTS_NAME": "flax_model.msgpack"}  # transformers 4.x's file name of Flax weights (gone in 5.0)
+DECORATORS = ("cached_property", "torch_required")  # re-exported by transformers.utils and file_utils from their homes
+HOMES = {"cached_property": "transformers.utils.generic", "torch_required": "transformers.utils.import_utils"}
 # module -> the names put back there
 NAMES = {
     "transformers.generation.utils": ("top_k_top_p_filtering",),
     "transformers.modeling_utils": ("no_init_weights",),
-    "transformers.utils": (*CACHE_NAMES, *CONSTANTS),
+    "transformers.trainer_utils": ("default_hp_space",),
+    "transformers.utils": (*CACHE_NAMES, *CONSTANTS, *DECORATORS),
+    "transformers.utils.generic": ("cached_property",),
+    "transformers.utils.import_utils": ("torch_required",),
     "transformers.utils.hub": CACHE_NAMES,
-    "transformers.file_utils": (*CACHE_NAMES, *CONSTANTS, "is_torch_tpu_available"),
+    "transformers.file_utils": (*CACHE_NAMES, *CONSTANTS, "is_torch_tpu_available", *DECORATORS),
     **{f"transformers.models.{model}.modeling_{model}": ("_expand_mask", "_make_causal_mask")
        for model in ("llama", "opt", "bart", "mbart", "clip")},
 }
@@ -136,7 +155,40 @@ def no_init_weights(_enable=True):
         yield
 
 
-FUNCTIONS = {"top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available,
+class cached_property(property):  # noqa: N801 (the library's name)
+    """A property computed at the first read and kept on the instance as ``__cached_<name>`` (transformers < 4.57's
+    descriptor, restored by zeropatch)."""
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        if self.fget is None:
+            raise AttributeError("unreadable attribute")
+        slot = f"__cached_{self.fget.__name__}"
+        value = getattr(instance, slot, None)
+        if value is None:  # never computed, or computed as None: computed (again)
+            value = self.fget(instance)
+            setattr(instance, slot, value)
+        return value
+
+
+def torch_required(function):
+    """``function`` as it is where transformers finds torch, else an ImportError naming it (transformers < 4.26's
+    decorator, restored by zeropatch)."""
+
+    @functools.wraps(function)
+    def only_with_torch(*args, **kwargs):
+        from transformers.utils.import_utils import is_torch_available
+
+        if not is_torch_available():
+            raise ImportError(f"Method `{function.__name__}` requires PyTorch.")
+        return function(*args, **kwargs)
+
+    return only_with_torch
+
+
+FUNCTIONS = {"cached_property": cached_property, "torch_required": torch_required,
+             "top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available,
              "_expand_mask": _expand_mask, "_make_causal_mask": _make_causal_mask, "no_init_weights": no_init_weights}
 
 
@@ -155,6 +207,11 @@ def _cache_constants():
 
 def _from(module_name, name):
     return getattr(importlib.import_module(module_name), name)
+
+
+def _default_hp_spaces(trainer_utils):
+    return {backend: getattr(trainer_utils, f"default_hp_space_{backend.value}")
+            for backend in trainer_utils.HPSearchBackend if hasattr(trainer_utils, f"default_hp_space_{backend.value}")}
 
 
 def apply(patcher, module):
@@ -182,7 +239,11 @@ def apply(patcher, module):
         from transformers.utils import import_utils  # 4.39-4.50: file_utils lost it, the library still has it
 
         values["is_torch_tpu_available"] = import_utils.is_torch_tpu_available
-    patcher.put_back(module, {name: values[name] for name in wanted})
+    if "default_hp_space" in wanted:
+        values["default_hp_space"] = _default_hp_spaces(module)
+    patcher.put_back(module, {name: values[name] for name in wanted if name not in HOMES})
+    for name in set(wanted) & set(HOMES):  # one object wherever it is put back, named as where transformers defined it
+        patcher.put_back(module, {name: values[name]}, home=HOMES[name])
     return f"{', '.join(wanted)} back in {module.__name__}"
 
 
@@ -191,7 +252,9 @@ PATCH = Patch(
     since="0.4.0",
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
     "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask, "
-    "modeling_utils.no_init_weights, utils.FLAX_WEIGHTS_NAME (diffusers <= 0.35.1): back with their last meaning",
+    "modeling_utils.no_init_weights, utils.FLAX_WEIGHTS_NAME (diffusers <= 0.35.1), file_utils.cached_property / "
+    "torch_required (2021's TrainingArguments subclasses), trainer_utils.default_hp_space: back with their last "
+    "meaning",
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
@@ -205,7 +268,9 @@ PATCH = Patch(
             r"cannot import name 'is_torch_tpu_available' from 'transformers'",
             r"cannot import name '(_expand_mask|_make_causal_mask)' from 'transformers\.models\.",
             r"cannot import name 'no_init_weights' from 'transformers\.modeling_utils'",
-            r"cannot import name 'FLAX_WEIGHTS_NAME' from 'transformers\.(utils|file_utils)'"),
+            r"cannot import name 'FLAX_WEIGHTS_NAME' from 'transformers\.(utils|file_utils)'",
+            r"cannot import name '(cached_property|torch_required)' from 'transformers\.(file_utils|utils)",
+            r"cannot import name 'default_hp_space' from 'transformers\.trainer_utils'"),
     looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
                *(f"name transformers.{name}" for name in TOP_LEVEL),
                *(f"name {module}.{name}" for module, names in NAMES.items() for name in names),
