@@ -226,7 +226,6 @@ NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffuse
 PROVIDED_PACKAGES = ("xformers", "flash_attn", "distutils")  # whole packages provided: no parent exists before
 
 
-
 def _ways_and_libraries():
     """patch -> (how its module changes a library: the Patcher methods it calls and whether it provides modules, its
     library), read from the declarations and the patch sources."""

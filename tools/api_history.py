@@ -558,7 +558,7 @@ def _index(tables):
         for name, (kind, defined, fingerprint, _, _) in table.items():
             if fingerprint:
                 by_print.setdefault(fingerprint, []).append((module, name, defined))
-            if kind not in ("module", "answers"):
+            if kind != "module":
                 by_name.setdefault(name, []).append((module, defined))
     return by_print, by_name
 
@@ -631,7 +631,7 @@ def _module_change(module, old, new, by_print, by_name):
         return ("alias" if aliased else "moved"), min(holders, key=rank), ""
     holders, homes = None, set()
     for name, entry in table.items():  # the modules that have all its names, by name; where they are defined first
-        if entry[0] not in ("module", "answers"):
+        if entry[0] != "module":
             here = {holder for holder, _ in by_name.get(name, ())}
             homes |= {home for _, home in by_name.get(name, ())}
             holders = here if holders is None else holders & here

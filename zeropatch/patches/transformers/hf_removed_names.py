@@ -76,18 +76,18 @@ DEEPSPEED_SHIM = ("HfDeepSpeedConfig", "HfTrainerDeepSpeedConfig", "deepspeed_co
                   "is_deepspeed_zero3_enabled", "set_hf_deepspeed_config", "unset_hf_deepspeed_config")
 CACHE_NAMES = ("PYTORCH_PRETRAINED_BERT_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "TRANSFORMERS_CACHE")  # each falls back to the one before
 CONSTANTS = {"FLAX_WEIGHTS_NAME": "flax_model.msgpack"}  # transformers 4.x's file name of Flax weights (gone in 5.0)
-DECORATORS = ("cached_property", "torch_required")  # re-exported by transformers.utils and file_utils from their homes
+# the decorators transformers.utils and file_utils re-exported from their homes
 HOMES = {"cached_property": "transformers.utils.generic", "torch_required": "transformers.utils.import_utils"}
 # module -> the names put back there
 NAMES = {
     "transformers.generation.utils": ("top_k_top_p_filtering",),
     "transformers.modeling_utils": ("no_init_weights",),
     "transformers.trainer_utils": ("default_hp_space",),
-    "transformers.utils": (*CACHE_NAMES, *CONSTANTS, *DECORATORS),
+    "transformers.utils": (*CACHE_NAMES, *CONSTANTS, *HOMES),
     "transformers.utils.generic": ("cached_property",),
     "transformers.utils.import_utils": ("torch_required",),
     "transformers.utils.hub": CACHE_NAMES,
-    "transformers.file_utils": (*CACHE_NAMES, *CONSTANTS, "is_torch_tpu_available", *DECORATORS),
+    "transformers.file_utils": (*CACHE_NAMES, *CONSTANTS, "is_torch_tpu_available", *HOMES),
     **{f"transformers.models.{model}.modeling_{model}": ("_expand_mask", "_make_causal_mask")
        for model in ("llama", "opt", "bart", "mbart", "clip")},
 }
