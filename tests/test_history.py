@@ -67,7 +67,7 @@ def test_what_was_never_removed_has_no_record():
 
 
 @pytest.mark.parametrize("top", ["diffusers", "huggingface_hub", "timm", "pytorch_lightning", "accelerate", "peft",
-                                 "transformers"])
+                                 "transformers", "torch", "setuptools"])
 def test_what_the_history_says_the_installed_release_lacks_is_missing_there_and_moves_land(top):
     """The history against the real installed library (zeropatch off, so nothing is put back): each top-level name it
     says the installed release lacks is missing there, and a moved name's successor in a public module (unless the
@@ -271,6 +271,12 @@ OLD = {
     "lib/dep_util.py": "import warnings\nfrom .utils import New\n\n\ndef __getattr__(name):\n"
                        "    warnings.warn('dep_util is deprecated: use `lib.modified` instead')\n"
                        "    return getattr(New, name)\n",
+    "lib/queues.py": "class EmptyQueue(Exception):\n    pass\n",
+    "lib/train.py": "import logging\nlogger = logging.getLogger(__name__)\n\n\ndef fit():\n    return 2\n",
+    "lib/log.py": "import logging\nlogger = logging.getLogger(__name__)\n",
+    "lib/image.py": "def isPath(f):\n    return isinstance(f, str)\n",
+    "lib/ops.py": "__all__ = ['add']\n__all__.append('sqrt')\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+                  "def sqrt(a):\n    return a ** 0.5\n",
 }
 NEW = {
     "lib/__init__.py": "from .utils import New\n_import_structure = {'models.sub.a': ['ModelA']}\n",
@@ -283,6 +289,10 @@ NEW = {
     "lib/errors.py": "class BaseError(Exception):\n    pass\n",
     "lib/outputs.py": "",
     "lib/modified.py": "def newer(a, b):\n    return a > b\n",
+    "lib/cuda.py": "class DeferredError(Exception):\n    pass\n",
+    "lib/train.py": "def fit():\n    return 2\n",
+    "lib/log.py": "import logging\nlogger = logging.getLogger(__name__)\n",
+    "lib/image.py": "def is_path(f):\n    return isinstance(f, str)\n",
 }
 
 
@@ -297,6 +307,7 @@ def test_the_tool_reads_moves_aliases_and_removals_between_two_releases(tmp_path
         archives[version] = tool.Release(tool.python_files(str(path), ("lib",)), ("lib",)).build(
             tool._packages(str(path), ("lib",)))
     assert archives["1.0"]["lib"]["ModelA"][:2] == ["class", "lib.models.a"]  # through _import_structure
+    assert sorted(archives["1.0"]["lib.ops"]) == ["add", "sqrt"]  # __all__.append (torch's sym_sqrt)
     changes = tool.history(("lib",), ["1.0", "1.1"], archives.__getitem__)
     names, modules = changes["names"], changes["modules"]
     assert names["lib"]["helper"] == [["moved", "1.0", "1.1", "lib.utils.torch_utils:helper"]]
@@ -311,3 +322,9 @@ def test_the_tool_reads_moves_aliases_and_removals_between_two_releases(tmp_path
     # what a module answered through __getattr__ cannot be read: not where its other names went (setuptools.dep_util)
     assert modules["lib.dep_util"] == [["removed", "1.0", "1.1", "lib.modified",
                                         "it answered names through __getattr__; its warning named lib.modified"]]
+    # the same source is the same definition only where it names one: an empty body under another name is another
+    # class (torch's EmptyQueue is no DeferredCudaCallError), a value built per module another object (lib.log's
+    # logger is not lib.train's); a renamed function of a body found once before and once after is a move
+    assert modules["lib.queues"] == [["removed", "1.0", "1.1"]] and "lib.queues" not in names
+    assert names["lib.train"]["logger"] == [["removed", "1.0", "1.1", "lib.log:logger", "a different definition"]]
+    assert names["lib.image"]["isPath"] == [["moved", "1.0", "1.1", "lib.image:is_path"]]

@@ -35,6 +35,23 @@ def test_moved_and_retired_imports_fail_without_and_are_answered_with_their_succ
     assert_ok(run_python(LEGACY, env=clean_environment(ZEROPATCH="1")))
 
 
+def test_torch_moves_are_answered_from_its_history_too():
+    """torch 1.9 and 1.10 moved DDP's replicate helper and the profiler's tables out of the modules legacy code imported
+    them from; its history is read from its macOS wheels (the same Python files)."""
+    code = """
+        from torch.nn.parallel.distributed import replicate
+        from torch.autograd.profiler import StringTable
+        import sys, torch.autograd.profiler_util as util
+        assert replicate is sys.modules["torch.nn.parallel.replicate"].replicate and StringTable is util.StringTable
+        print("answered")
+    """
+    plain = run_python(code, env=clean_environment(ZEROPATCH="0"))
+    assert plain.returncode != 0 and "cannot import name 'replicate'" in plain.stderr, plain.stderr
+    assert_ok(run_python(code, env=clean_environment(ZEROPATCH="1")))
+    off = run_python(code, env=clean_environment(ZEROPATCH="1", ZEROPATCH_MOVED_NAMES_OFF="torch"))
+    assert off.returncode != 0 and "cannot import name 'replicate'" in off.stderr, off.stderr
+
+
 def test_answers_are_invisible_pickle_as_the_library_and_only_for_what_moved():
     needs(diffusers=(0,))
     result = run_python("""

@@ -19,7 +19,11 @@ modules are left out.
 Between consecutive releases, each module or name the older had and the newer lacks is recorded once:
 
 - ``moved``: the newer release has the same definition (the same fingerprint) elsewhere, under the same name where it
-  can; for a module, a module holding every definition of the old one;
+  can; for a module, a module holding every definition of the old one. The same source is the same definition where
+  it means the same thing: a class or function whose body is only a docstring or ``pass`` matches its own name only; a
+  value built by a call (``logger = logging.getLogger(__name__)``) matches only where it stayed in its module or is the
+  one such definition before and after (another module's is another object); copies of a function or class (diffusers'
+  "Copied from") and of a literal value are the same behaviour, and answer for each other;
 - ``alias``: in the older release the name was an alias of another public name (``Old = New``, or a class derived
   from ``New`` whose body only warns): its successor is ``New`` where the newer release has it;
 - ``removed``: anything else; where the newer release has a definition of the same name elsewhere, or the old
@@ -54,7 +58,7 @@ from packaging.version import InvalidVersion, Version
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "zeropatch", "_api_history")
 HOLDERS = os.path.join(os.path.dirname(HERE), "zeropatch", "_history_holders.py")
-FORMAT = 9  # bumped when the tables change: cached tables of another format are read again
+FORMAT = 12  # bumped when the tables change: cached tables of another format are read again
 
 # distribution -> (its top-level packages, the first minor release since 2021 (released in 2021 or its last patch
 # release was)): the history starts there
@@ -75,8 +79,6 @@ LIBRARIES = {
     "setuptools": (("setuptools", "pkg_resources"), "52.0"),
     "torch": (("torch",), "1.8"),
 }
-# built on request only, not shipped yet (docs/development.md: their import cost under moved_names is not measured)
-NOT_SHIPPED = ("torch", "setuptools")
 # names a library's own lazy modules answer from the release named on (not statically decidable, so declared here):
 # transformers 5's answer `XTokenizerFast` / `XImageProcessorFast` with `XTokenizer` / `XImageProcessor`
 ANSWERED = {"transformers": ("5.0", ("TokenizerFast", "ImageProcessorFast"))}
@@ -222,7 +224,8 @@ def is_private(module):
 def _fingerprint(node, lines):
     """A hash of a definition without its own name: a function's or class's source lines (from its decorators; blank
     and comment lines left out, dedented), an assignment's value's AST. (Its source, not its AST: dumping the AST of
-    every definition of every release took as long as parsing them.)"""
+    every definition of every release took as long as parsing them.) A body of nothing but a docstring or ``pass``
+    keeps its name: ``class EmptyQueue(Exception): pass`` is no other name's class of the same empty body."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
         kept = []
@@ -230,10 +233,22 @@ def _fingerprint(node, lines):
             line = lines[number - 1][node.col_offset:].rstrip()
             if line and not line.lstrip().startswith("#"):
                 kept.append(line)
-        text = re.sub(rf"\b(class|def) {node.name}\b", r"\1 ", "\n".join(kept), count=1)  # its own name left out
+        text = "\n".join(kept)
+        if not all(isinstance(item, ast.Pass) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))
+                   for item in node.body):
+            text = re.sub(rf"\b(class|def) {node.name}\b", r"\1 ", text, count=1)  # its own name left out
     else:
         text = ast.dump(node, annotate_fields=False, include_attributes=False)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def _value_print(node):
+    """An assigned value's fingerprint, marked ``built:`` where evaluating it makes an object of its module's own (a
+    call: ``logging.getLogger(__name__)``, ``TypeVar("T")``, ``WarningCache()``): the same source elsewhere is
+    another object."""
+    built = any(isinstance(inner, ast.Call) or (isinstance(inner, ast.Name) and inner.id in ("__name__", "__file__"))
+                for inner in ast.walk(node))
+    return ("built:" if built else "") + _fingerprint(node, None)
 
 
 def _literal_strings(node):
@@ -368,7 +383,7 @@ class Module:
                             self._structure(key, value)
                     else:
                         alias = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-                        self.bindings.setdefault(target.id, ("assign", _fingerprint(node.value, None), alias, None))
+                        self.bindings.setdefault(target.id, ("assign", _value_print(node.value), alias, None))
                 elif (isinstance(target, ast.Subscript) and getattr(target.value, "id", None) in LAZY_TABLES):
                     self._structure(target.slice, node.value)
         elif isinstance(node, ast.AugAssign) and getattr(node.target, "id", None) == "__all__":
@@ -384,9 +399,11 @@ class Module:
                 if func.attr == "append":
                     argument = ast.List(elts=[argument])
                 self._structure(func.value.slice, argument)
-            elif (isinstance(func, ast.Attribute) and func.attr == "extend" and node.value.args
+            elif (isinstance(func, ast.Attribute) and func.attr in ("extend", "append") and node.value.args
                   and getattr(func.value, "id", "") == "__all__" and self.all is not None):
-                self.all = self.all + (_literal_strings(node.value.args[0]) or [])
+                argument = node.value.args[0]  # __all__.append("sym_sqrt"): torch's
+                self.all = self.all + (_literal_strings(ast.List(elts=[argument]) if func.attr == "append"
+                                                        else argument) or [])
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(self.name, self.is_package, node.level, node.module)
             for alias in node.names:
@@ -573,13 +590,26 @@ def _best(candidates, name, old_module):
     return min(candidates, key=rank)
 
 
-def _name_change(entry, name, module, new, by_print, by_name):
+def _definitions(candidates):
+    """The modules that define the (module, name, defined in) candidates."""
+    return {defined for _, _, defined in candidates}
+
+
+def _name_change(entry, name, module, new, by_print, by_name, old_by_print):
     """(kind, successor "module:name" or "", note) for a name ``module`` had and the newer release's ``module``
-    lacks."""
+    lacks; ``old_by_print``: the older release's fingerprints, as ``by_print``."""
     kind, defined, fingerprint, alias, hint = entry
     same = by_print.get(fingerprint, []) if fingerprint else []
+    before = old_by_print.get(fingerprint, []) if fingerprint else []
     if kind == "assign":  # a value (``ANTIALIAS = 1``) is the same as another only under the same name
         same = [candidate for candidate in same if candidate[1] == name]
+        before = [candidate for candidate in before if candidate[1] == name]
+    stayed = [candidate for candidate in same if candidate[2] == defined]
+    if stayed:  # the definition it named is still where it was: the very object
+        same = stayed
+    elif fingerprint and fingerprint.startswith("built:") and (
+            len(_definitions(same)) != 1 or len(_definitions(before)) != 1):
+        same = []  # a value each module builds for itself, in several places: another module's is another object
     if same:
         found = _best(same, name, module)
         return "moved", f"{found[0]}:{found[1]}", ""
@@ -655,6 +685,7 @@ def history(tops, versions, tables_of, answered=None):
     since, suffixes = answered or ("", ())
     modules, names = {}, {}
     old = tables_of(versions[0])
+    old_by_print = _index(old)[0]
     for previous, version in zip(versions, versions[1:]):
         new = tables_of(version)
         by_print, by_name = _index(new)
@@ -668,7 +699,7 @@ def history(tops, versions, tables_of, answered=None):
                     for name, entry in old[module].items():
                         if entry[0] == "answers":
                             continue
-                        change = _name_change(entry, name, module, new, by_print, by_name)
+                        change = _name_change(entry, name, module, new, by_print, by_name, old_by_print)
                         if change[0] != "removed":
                             names.setdefault(module, {}).setdefault(name, []).append(
                                 [*change[:1], previous, version, *change[1:], ""])
@@ -679,7 +710,7 @@ def history(tops, versions, tables_of, answered=None):
                     continue
                 if answers and name.endswith(suffixes) and name[:-4] in new[module]:
                     continue  # the library answers it with its successor (``Fast`` dropped)
-                kind, successor, note = _name_change(entry, name, module, new, by_print, by_name)
+                kind, successor, note = _name_change(entry, name, module, new, by_print, by_name, old_by_print)
                 names.setdefault(module, {}).setdefault(name, []).append(
                     [kind, previous, version, successor, note, ""])
         for module, events in modules.items():  # back in this release
@@ -690,7 +721,7 @@ def history(tops, versions, tables_of, answered=None):
                 if module in new and name in new[module] and not (module in old and name in old[module]) \
                         and not events[-1][5]:
                     events[-1][5] = version
-        old = new
+        old, old_by_print = new, by_print
     trim = lambda event: event[:max(index + 1 for index, field in enumerate(event) if field)]
     return {"modules": {module: [trim(event) for event in events] for module, events in sorted(modules.items())},
             "names": {module: {name: [trim(event) for event in events] for name, events in sorted(table.items())}
@@ -728,24 +759,24 @@ def build(distribution, cache, out):
     return paths, usable, time.monotonic() - started
 
 
-def holders_text(folder=OUT):
-    """The text of ``zeropatch/_history_holders.py``, from the data files in ``folder``."""
+def holders_text():
+    """The text of ``zeropatch/_history_holders.py``, from the package's data files."""
     sys.path.insert(0, os.path.dirname(HERE))
     from zeropatch._history import holders
 
     found = {}
-    for file in sorted(os.listdir(folder)):
+    for file in sorted(os.listdir(OUT)):
         if file.endswith(".json.gz"):
-            with gzip.open(os.path.join(folder, file), "rt", encoding="utf-8") as opened:
+            with gzip.open(os.path.join(OUT, file), "rt", encoding="utf-8") as opened:
                 found[file[:-len(".json.gz")]] = holders(json.load(opened))
     return ('"""Per top-level package, the modules that answer a moved or retired name by attribute (the ``moved_names`` '
             'patch\nwatches them). Written by ``python tools/api_history.py --holders`` from zeropatch/_api_history; '
             'never edit it by hand."""\n\nHOLDERS = ' + pprint.pformat(found, width=120, compact=True) + "\n")
 
 
-def write_holders(folder=OUT):
+def write_holders():
     with open(HOLDERS, "w") as file:
-        file.write(holders_text(folder))
+        file.write(holders_text())
 
 
 def _two_at_a_time(tables_of):
@@ -763,15 +794,16 @@ def _two_at_a_time(tables_of):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--libraries", default=",".join(name for name in LIBRARIES if name not in NOT_SHIPPED),
-                        help=f"comma-separated, of: {', '.join(LIBRARIES)} (default: all but {', '.join(NOT_SHIPPED)})")
+    parser.add_argument("--libraries", default=",".join(LIBRARIES),
+                        help=f"comma-separated, of: {', '.join(LIBRARIES)} (default: all)")
     parser.add_argument("--cache", default=default_cache(), help="where the archives and tables are kept")
-    parser.add_argument("--out", default=OUT, help="where the data files are written")
+    parser.add_argument("--out", default=OUT, help="where the data files are written (elsewhere than the package's "
+                        "folder: zeropatch/_history_holders.py is left as it is)")
     parser.add_argument("--holders", action="store_true", help="only write zeropatch/_history_holders.py again, from "
-                        "the data files (offline)")
+                        "the package's data files (offline)")
     args = parser.parse_args(argv)
     if args.holders:
-        write_holders(args.out)
+        write_holders()
         return
     chosen = [name.strip() for name in args.libraries.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in LIBRARIES]
@@ -783,7 +815,8 @@ def main(argv=None):
         size = sum(os.path.getsize(path) for path in paths)
         print(f"{distribution}: {len(versions)} releases ({versions[0]} .. {versions[-1]}), {size / 1024:.1f} KiB "
               f"in {', '.join(os.path.relpath(path) for path in paths)}, {seconds:.0f} s", flush=True)
-    write_holders(args.out)
+    if os.path.abspath(args.out) == OUT:
+        write_holders()
 
 
 if __name__ == "__main__":

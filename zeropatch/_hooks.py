@@ -69,7 +69,8 @@ class _NotifyingLoader:
 
 class _ProvidingLoader:
     """Loads a module that no finder found, for a patch that provides it: the module starts empty and the patches
-    watching it fill it. If none of them did (each declined or failed), the import fails as it would have."""
+    watching it fill it. If none of the patches that provide it did (each declined or failed), the import fails as
+    it would have, whatever other patches of the module applied (moved_names watches every pkg_resources)."""
 
     def __init__(self, watcher):
         self._watcher = watcher
@@ -80,7 +81,8 @@ class _ProvidingLoader:
     def exec_module(self, module):
         self._watcher.notify(module)
         name = module.__name__
-        if not any(entry.targets.get(name, (None,))[0] == APPLIED for entry in _registry().values()):
+        if not any(entry.patch.provides and entry.targets.get(name, (None,))[0] == APPLIED
+                   for entry in _registry().values()):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 

@@ -48,7 +48,7 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'an import of a module or name a covered library moved (or kept as an alias a while) is answered with '
               'its successor, from the API history',
    'package': 'api-history',
-   'affected': 'every release of the 13 libraries in the API history that lacks a module or name an earlier one had '
+   'affected': 'every release of the 15 libraries in the API history that lacks a module or name an earlier one had '
                "(2021 to today; the history's records are checked against the installed releases by "
                'tests/test_history.py, not swept)',
    'errors': (),
@@ -67,8 +67,11 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
                'numpy',
                'omegaconf',
                'peft',
+               'pkg_resources',
                'pytorch_lightning',
+               'setuptools',
                'timm',
+               'torch',
                'torchaudio',
                'torchvision',
                'transformers'),

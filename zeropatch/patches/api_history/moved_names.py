@@ -1,9 +1,9 @@
 """moved_names: an import of a module or name that a covered library moved, or kept for a while as an alias of its
 successor, is answered with that very successor, as the API history records it.
 
-Breaks: between 2021 and today transformers, diffusers, pytorch-lightning, timm, huggingface_hub, accelerate, peft,
-datasets, numpy, torchvision, torchaudio, Pillow and omegaconf moved thousands of public modules and names inside
-themselves, keeping the old spelling as a deprecated alias for a release or two at most: diffusers 0.12 moved
+Breaks: between 2021 and today torch, transformers, diffusers, pytorch-lightning, timm, huggingface_hub, accelerate,
+peft, datasets, numpy, torchvision, torchaudio, Pillow, omegaconf and setuptools moved thousands of public modules and
+names inside themselves, keeping the old spelling as a deprecated alias for a release or two at most: diffusers 0.12 moved
 ``diffusers.modeling_utils`` to ``diffusers.models.modeling_utils`` (and 0.29 ``diffusers.models.unet_2d_condition``
 under ``diffusers.models.unets``), transformers 4.56 stopped answering ``apply_chunking_to_forward`` from
 ``transformers.modeling_utils`` (it is ``transformers.pytorch_utils``'), numpy 2.0 moved ``numpy.core`` to
@@ -38,7 +38,8 @@ from zeropatch._patcher import LACKS_ASKING, ModuleGetter
 ENV_OFF = "ZEROPATCH_MOVED_NAMES_OFF"
 # the history's top-level packages (tests/test_moved_names.py: its files)
 LIBRARIES = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "numpy", "omegaconf", "peft",
-             "pytorch_lightning", "timm", "torchaudio", "torchvision", "transformers")
+             "pkg_resources", "pytorch_lightning", "setuptools", "timm", "torch", "torchaudio", "torchvision",
+             "transformers")
 _TALLY = Tally()  # "old -> successor" -> how many times it was answered
 
 
@@ -216,7 +217,7 @@ PATCH = Patch(
     summary="an import of a module or name a covered library moved (or kept as an alias a while) is answered with its "
     "successor, from the API history",
     package=HISTORY,
-    affected="every release of the 13 libraries in the API history that lacks a module or name an earlier one had "
+    affected="every release of the 15 libraries in the API history that lacks a module or name an earlier one had "
              "(2021 to today; the history's records are checked against the installed releases by "
              "tests/test_history.py, not swept)",
     targets=LIBRARIES,
