@@ -141,3 +141,23 @@ def test_check_calls_an_answered_import_fixed_and_a_removed_one_not(tmp_path):
     assert "moved_names (default patch, on here" in result.stdout, result.stdout
     off = run_command([sys.executable, "-m", "zeropatch", "check", "--patches", "0", str(tmp_path)])
     assert "BREAKS  train.py:1" in off.stdout, off.stdout
+
+
+def test_a_successor_in_a_module_a_patch_provides_is_answered_and_check_says_so(tmp_path):
+    """torch 1.12 moved dataloader's string_classes to torch._six, which torch 2.0 removed and torch_six provides: the
+    import is answered while torch_six is on, and check calls it fixed then only (the line is found in the wild:
+    legacy collate helpers)."""
+    import sys
+
+    from conftest import run_command
+
+    code = "from torch.utils.data.dataloader import string_classes\nassert string_classes == (str, bytes)\n"
+    (tmp_path / "collate.py").write_text(code)
+    assert_ok(run_python(code, env=clean_environment(ZEROPATCH="1")))
+    without = run_python(code, env=clean_environment(ZEROPATCH="1", ZEROPATCH_DISABLE="torch_six"))
+    assert without.returncode != 0 and "string_classes" in without.stderr, without.stderr
+    both = run_command([sys.executable, "-m", "zeropatch", "check", str(tmp_path)])
+    assert "fixed   collate.py:1" in both.stdout and "the same definition is torch._six.string_classes" in both.stdout, \
+        both.stdout
+    alone = run_command([sys.executable, "-m", "zeropatch", "check", "--patches", "moved_names", str(tmp_path)])
+    assert "BREAKS  collate.py:1" in alone.stdout and "answered only with torch_six on" in alone.stdout, alone.stdout

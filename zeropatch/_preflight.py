@@ -121,7 +121,8 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
         patch = registry[finding.patch].patch
         # a finding of the API history says itself why it breaks here (the release that moved the name)
         breaks, why = (True, finding.advice) if finding.advice else breaks_here(patch, python)
-        on = patch.name in selected
+        lacking = [name for name in finding.needs if name not in selected]  # the patches its fix relies on
+        on = patch.name in selected and not lacking
         refused = refusal(patch, finding.signature)
         if refused and breaks:  # code the patch leaves failing, or refuses
             advice, since = refused
@@ -145,9 +146,10 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             label, fixed = "fixed", fixed + 1
         else:
             label, unfixed = "BREAKS", unfixed + 1
-            blocked[patch.name] = patch
+            blocked.update({name: registry[name].patch for name in [patch.name, *lacking] if name not in selected})
+            why += f"; answered only with {', '.join(lacking)} on" if lacking else ""
         kind = "default" if patch.default else "opt-in"
-        state = "on" if on else "off"
+        state = "on" if patch.name in selected else "off"
         print(f"  {label:<6}  {finding.path}:{finding.line}  {finding.code}{also}", file=out)
         print(f"          {patch.name} ({kind} patch, {state} here; `{finding.signature}`): {why}", file=out)
     for path, pin, version in differing_pins(folder):

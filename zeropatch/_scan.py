@@ -83,7 +83,8 @@ def scan(root, patches, python=None, arguments=()):
 
     python = python or sys.version_info[:2]
     table = signatures(patches)
-    provided = {signature.target.split(".")[0] for signature, patch in table["import"] if patch.provides}
+    provided_modules = {signature.target: patch.name for signature, patch in table["import"] if patch.provides}
+    provided = {module.split(".")[0] for module in provided_modules}
     restored = {signature.target for signature, patch in table["import"] if patch.package == "python"}
     options = [(_text_pattern(signature), signature, patch) for signature, patch in table["option"] + table["key"]]
     folder = os.path.isdir(root)
@@ -138,7 +139,7 @@ def scan(root, patches, python=None, arguments=()):
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader, python, restored)
-        result.findings += _history_findings(reader)
+        result.findings += _history_findings(reader, provided_modules)
     result.findings += _unknown_attributes(readers)
     result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
@@ -175,12 +176,13 @@ def _options_of_their_owners(findings, entries, readers):
     return [finding for finding in findings if (finding.patch, finding.signature) not in foreign]
 
 
-def _history_findings(reader):
+def _history_findings(reader, provided):
     """The imports of a module or name that the installed release lacks by the API history (``_history``), with the
     release that removed it and what replaced it; not a name a patch's signature matched on the line (the patch's
     finding says whether it is fixed; the line's other names are still read), not a name the installed module still
     defines (the history reads public names: a class that left ``__all__`` is still there), nor an import inside a
-    ``try`` that handles its failure."""
+    ``try`` that handles its failure. ``provided``: the modules patches provide, and which (a successor there is
+    answered while that patch is on: ``torch._six.string_classes``, torch_six's)."""
     from zeropatch._history import missing_here, removal
 
     covered = {}  # line -> what a patch's signature matched there: its target, and the target's last name
@@ -209,7 +211,7 @@ def _history_findings(reader):
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice="; ".join(
                 unknown)))
         if records:
-            found.append(_history_finding(reader, node, records))
+            found.append(_history_finding(reader, node, records, provided))
     lines = {finding.line for finding in found} | set(covered)
     for node, dotted in reader.reads:  # `transforms.Scale`: a name read off a module, once a line
         module, _, name = dotted.rpartition(".")
@@ -218,7 +220,7 @@ def _history_findings(reader):
         record = removal(module, name)
         if record and record.name and missing_here(record) and not _binds(module, name, parsed, lazy=False):
             lines.add(node.lineno)
-            found.append(_history_finding(reader, node, [record]))
+            found.append(_history_finding(reader, node, [record], provided))
     return found
 
 
@@ -294,16 +296,20 @@ def _methods(node):
             yield item, item.args.args[0].arg
 
 
-def _history_finding(reader, node, records):
+def _history_finding(reader, node, records, provided):
     """The finding of a line whose imports or reads the history records removed: fixed by moved_names where each moved
-    or was an alias and its successor is installed, else NO FIX; with what the history says of each."""
+    or was an alias and its successor is installed or in a module a patch provides (then with that patch on), else
+    NO FIX; with what the history says of each."""
     from zeropatch._history import ANSWERING_PATCH, answerable, describe
 
-    answered = all(answerable(record.module, record.name) is not None and _successor_installed(record.successor)
-                   for record in records)
+    homes = [record.successor.partition(":")[0] for record in records]
+    needs = tuple(dict.fromkeys(provided[home] for home in homes if home in provided))
+    answered = all(answerable(record.module, record.name) is not None and (
+        home in provided or _successor_installed(record.successor)) for record, home in zip(records, homes))
     return Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(),
                    ANSWERING_PATCH if answered else None, MOVED_SIGNATURE if answered else None,
-                   advice="; ".join(dict.fromkeys(describe(record) for record in records)))
+                   advice="; ".join(dict.fromkeys(describe(record) for record in records)),
+                   needs=needs if answered else ())
 
 
 # the libraries whose imports check resolves against their installed files, beyond what the API history records (the

@@ -100,13 +100,14 @@ def _literal(text, value):
 
 
 class Finding:
-    """Code that will break: where, the line, and why (a patch, or what no patch fixes)."""
+    """Code that will break: where, the line, and why (a patch, or what no patch fixes); ``needs``: the other patches
+    that must be on for ``patch`` to fix it (moved_names answering with a name of a module torch_six provides)."""
 
-    __slots__ = ("path", "line", "code", "patch", "signature", "advice")
+    __slots__ = ("path", "line", "code", "patch", "signature", "advice", "needs")
 
-    def __init__(self, path, line, code, patch=None, signature=None, advice=None):
+    def __init__(self, path, line, code, patch=None, signature=None, advice=None, needs=()):
         self.path, self.line, self.code = path, line, code
-        self.patch, self.signature, self.advice = patch, signature, advice
+        self.patch, self.signature, self.advice, self.needs = patch, signature, advice, needs
 
     def __repr__(self):
         return f"Finding({self.path}:{self.line}, {self.patch or self.advice!r})"
