@@ -157,7 +157,7 @@ def test_a_successor_in_a_module_a_patch_provides_is_answered_and_check_says_so(
     without = run_python(code, env=clean_environment(ZEROPATCH="1", ZEROPATCH_DISABLE="torch_six"))
     assert without.returncode != 0 and "string_classes" in without.stderr, without.stderr
     both = run_command([sys.executable, "-m", "zeropatch", "check", str(tmp_path)])
-    assert "fixed   collate.py:1" in both.stdout and "the same definition is torch._six.string_classes" in both.stdout, \
-        both.stdout
+    assert "fixed   collate.py:1" in both.stdout, both.stdout
+    assert "the same definition is torch._six.string_classes" in both.stdout, both.stdout
     alone = run_command([sys.executable, "-m", "zeropatch", "check", "--patches", "moved_names", str(tmp_path)])
     assert "BREAKS  collate.py:1" in alone.stdout and "answered only with torch_six on" in alone.stdout, alone.stdout

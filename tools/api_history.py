@@ -390,20 +390,16 @@ class Module:
             extra = _literal_strings(node.value)
             if self.all is not None and extra is not None:
                 self.all = self.all + extra
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            func = node.value.func  # _import_structure["x"].extend([...]) / .append("...")
-            if (isinstance(func, ast.Attribute) and func.attr in ("extend", "append")
-                    and isinstance(func.value, ast.Subscript)
-                    and getattr(func.value.value, "id", None) in LAZY_TABLES and node.value.args):
-                argument = node.value.args[0]
-                if func.attr == "append":
-                    argument = ast.List(elts=[argument])
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args
+              and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("extend", "append")):
+            func = node.value.func  # _import_structure["x"].extend([...]) / .append("..."), and __all__'s (torch's)
+            argument = node.value.args[0]
+            if func.attr == "append":
+                argument = ast.List(elts=[argument])
+            if isinstance(func.value, ast.Subscript) and getattr(func.value.value, "id", None) in LAZY_TABLES:
                 self._structure(func.value.slice, argument)
-            elif (isinstance(func, ast.Attribute) and func.attr in ("extend", "append") and node.value.args
-                  and getattr(func.value, "id", "") == "__all__" and self.all is not None):
-                argument = node.value.args[0]  # __all__.append("sym_sqrt"): torch's
-                self.all = self.all + (_literal_strings(ast.List(elts=[argument]) if func.attr == "append"
-                                                        else argument) or [])
+            elif getattr(func.value, "id", "") == "__all__" and self.all is not None:
+                self.all = self.all + (_literal_strings(argument) or [])
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(self.name, self.is_package, node.level, node.module)
             for alias in node.names:

@@ -3,12 +3,12 @@ successor, is answered with that very successor, as the API history records it.
 
 Breaks: between 2021 and today torch, transformers, diffusers, pytorch-lightning, timm, huggingface_hub, accelerate,
 peft, datasets, numpy, torchvision, torchaudio, Pillow, omegaconf and setuptools moved thousands of public modules and
-names inside themselves, keeping the old spelling as a deprecated alias for a release or two at most: diffusers 0.12 moved
-``diffusers.modeling_utils`` to ``diffusers.models.modeling_utils`` (and 0.29 ``diffusers.models.unet_2d_condition``
-under ``diffusers.models.unets``), transformers 4.56 stopped answering ``apply_chunking_to_forward`` from
-``transformers.modeling_utils`` (it is ``transformers.pytorch_utils``'), numpy 2.0 moved ``numpy.core`` to
-``numpy._core``. Legacy code fails at import: "No module named 'diffusers.modeling_utils'", "cannot import name
-'apply_chunking_to_forward' from 'transformers.modeling_utils'".
+names inside themselves, keeping the old spelling as a deprecated alias for a release or two at most: diffusers 0.12
+moved ``diffusers.modeling_utils`` to ``diffusers.models.modeling_utils`` (and 0.29
+``diffusers.models.unet_2d_condition`` under ``diffusers.models.unets``), transformers 4.56 stopped answering
+``apply_chunking_to_forward`` from ``transformers.modeling_utils`` (it is ``transformers.pytorch_utils``'), numpy 2.0
+moved ``numpy.core`` to ``numpy._core``. Legacy code fails at import: "No module named 'diffusers.modeling_utils'",
+"cannot import name 'apply_chunking_to_forward' from 'transformers.modeling_utils'".
 
 Changes: where the installed release lacks a module or name that the history (``zeropatch/_api_history``, built from
 the released wheels by ``tools/api_history.py``) records as *moved* (the same definition importable elsewhere) or as a
