@@ -35,6 +35,17 @@ open({str(marker)!r}, "w").write("the body ran")
     assert not marker.exists()
 
 
+@requires("transformers")
+def test_check_s_dry_run_names_what_the_api_history_says_of_a_name_no_patch_fixes(tmp_path):
+    """The dry run's verdict is explain's: a removed name no patch restores is named with the release that removed
+    it (it said only "no patch known")."""
+    script = write(tmp_path / "train.py", "from transformers.file_utils import cached_path\n")
+    result = run_command(ZEROPATCH + ["check", script])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("no patch known; API history: transformers.file_utils.cached_path was removed in transformers 4.22"
+            in result.stdout), result.stdout
+
+
 def test_check_passes_a_clean_script_runs_its_path_setup_and_treats_guarded_imports_as_optional(tmp_path):
     helpers = tmp_path / "helpers"
     helpers.mkdir()

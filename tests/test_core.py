@@ -1,12 +1,13 @@
 """The core's contract, each case in a fresh interpreter with a sample patch on a module the test writes."""
 
 import json
+import os
 import sys
 import textwrap
 
 import pytest
 
-from conftest import CAPTURE_ZEROPATCH_LOG, ROOT, assert_ok, clean_environment, run_command, run_python
+from conftest import CAPTURE_ZEROPATCH_LOG, ROOT, assert_ok, clean_environment, requires, run_command, run_python
 
 SAMPLE_TARGET = '''
 def greet():
@@ -398,3 +399,75 @@ print(sorted(name for name in sys.modules if name.startswith("zeropatch.patches.
 ''', env=clean_environment(ZEROPATCH="1"))
     assert_ok(result)
     assert result.stdout.strip().splitlines()[-1] == "['zeropatch.patches.torch.fused_ema']", result.stdout
+
+
+def test_a_repository_s_own_package_of_a_library_s_name_is_not_patched(tmp_path):
+    """A patch applies to the library it is for, not to whatever module carries its name: a repository's own folder
+    of the same name found first on sys.path (DETR's and DDIM's ``datasets/``, beside the script) is skipped, status
+    saying where it came from. The installed distribution is the library, from its folder or, installed editable, from
+    its project folder (its direct_url.json)."""
+    def distribution(site, url=None):
+        info = site / "zp_lib-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zp_lib\nVersion: 1.0\n")
+        if url:
+            (info / "direct_url.json").write_text(json.dumps({"url": url.as_uri(), "dir_info": {"editable": True}}))
+        return site
+
+    def package(folder):
+        (folder / "zp_lib").mkdir(parents=True)
+        (folder / "zp_lib" / "__init__.py").write_text("")
+        return folder
+
+    def state(*path):
+        result = run_python(f'''
+import sys
+sys.path[:0] = {[str(folder) for folder in path]!r}
+import zeropatch
+from zeropatch import _core
+_core.register(_core.Patch("zp_lib_patch", summary="s", package="zp_lib", affected="all", targets=("zp_lib",),
+                           apply=lambda patcher, module: patcher.set(module, "restored", 1)))
+zeropatch.install("zp_lib_patch")
+import zp_lib
+record = zeropatch.status("zp_lib_patch")[0]
+print(record.state, "|", record.reason, "|", hasattr(zp_lib, "restored"))
+''')
+        assert_ok(result)
+        return result.stdout.strip().splitlines()[-1].split(" | ")
+
+    installed = package(distribution(tmp_path / "site"))
+    assert state(installed) == ["applied", "zp_lib: patched zp_lib", "True"]
+    repository = package(tmp_path / "repository")
+    copy = os.path.realpath(repository / "zp_lib" / "__init__.py")
+    assert state(repository, installed) == ["skipped", f"zp_lib: zp_lib here is {copy}, not the installed zp_lib 1.0",
+                                            "False"]
+    assert state(repository) == ["skipped", f"zp_lib: zp_lib here is {copy}, and no zp_lib is installed", "False"]
+    project = package(tmp_path / "project")
+    assert state(distribution(tmp_path / "editable", url=project), project)[::2] == ["applied", "True"]
+
+
+@requires("datasets")
+def test_a_repository_s_own_datasets_package_is_left_alone(tmp_path):
+    """The case it was found on, with the real library (any release: 2.x has its own load_metric, yet the patch was
+    asked about the repository's package, which lacks it): DETR and DDIM keep their data loaders in a package of their
+    own named ``datasets``, which their scripts import from the repository's folder (first on sys.path) while the
+    Hugging Face datasets is installed too. No patch of datasets (datasets_load_metric, moved_names) touches it;
+    status says whose package it is."""
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "__init__.py").write_text("def build_dataset(image_set):\n    return image_set\n")
+    (tmp_path / "main.py").write_text('''
+import zeropatch
+from zeropatch import _core
+import datasets
+from datasets import build_dataset
+assert not hasattr(datasets, "load_metric"), "datasets_load_metric put load_metric into the repository's package"
+for name in ("datasets_load_metric", "moved_names"):
+    state, reason, _ = _core._registry()[name].targets["datasets"]
+    print(name, state, reason)
+''')
+    result = run_command([sys.executable, tmp_path / "main.py"], cwd=tmp_path)
+    assert_ok(result)
+    own = f"datasets here is {(tmp_path / 'datasets' / '__init__.py').resolve()}, not the installed datasets"
+    lines = result.stdout.strip().splitlines()[-2:]
+    assert [line.split(" ", 2)[:2] for line in lines] == [["datasets_load_metric", "skipped"], ["moved_names", "skipped"]]
+    assert all(own in line for line in lines), lines

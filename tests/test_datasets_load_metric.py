@@ -152,3 +152,4 @@ datasets.load_dataset({str(tmp_path / "squad")!r})
     explained = run_command([sys.executable, "-m", "zeropatch", "explain", result.stderr.strip().splitlines()[-1]],
                             env=clean_environment())
     assert "No patch can fix this" in explained.stdout and "packaged builder" in explained.stdout, explained.stdout
+

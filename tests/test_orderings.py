@@ -159,6 +159,9 @@ CASES = {
     "mmcv_yapf": (("yapf",), ("yapf.yapflib.yapf_api",),
                   "from yapf.yapflib.yapf_api import FormatCode; assert FormatCode('x=1\\n')[0] == 'x = 1\\n'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
+    "torch_stft_real": (("torch",), ("torch",), "import torch; w = torch.ones(4); assert torch.stft(torch.ones(8), 4, "
+                        "window=w, return_complex=True).is_complex() and torch.ones(8).stft(4, window=w, "
+                        "return_complex=False).shape[-1] == 2", False),
     "hf_hub_legacy": (("huggingface_hub",), ("huggingface_hub", "huggingface_hub.constants",
                                               "huggingface_hub.utils._validators"),
                       "import huggingface_hub as h; assert h.hf_hub_url('a/b', 'c').endswith('/a/b/resolve/main/c')", False),

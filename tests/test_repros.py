@@ -286,6 +286,8 @@ REPROS = {
                     "repro: timm 0.6's layer paths imported and the timm 0.6 checkpoint loaded"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
+    "torch_stft_real": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
+                        "repro: spectrograms, STFT loss and resynthesis as on torch 1.x"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,
                       "repro: legacy numpy aliases resolved as before their removal"),
     "pillow_aliases": (("PIL", "numpy"), None, "all", {}, lambda: distribution_version("pillow") >= (10,), None,

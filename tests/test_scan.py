@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, assert_ok, run_command
+from conftest import ROOT, assert_ok, requires, run_command
 from zeropatch import _core
 from zeropatch._dead_ends import dead_end
 from zeropatch._scan import scan
@@ -457,3 +457,50 @@ def test_an_attribute_a_subclass_reads_that_the_installed_library_class_lacks_is
     assert findings == ([(11, "self.no_cuda")] if removed else []), findings
     assert library_members("torch.nn.Module") is None  # its __getattr__ answers parameters and submodules
     assert {"output_dir", "to_dict"} <= library_members("transformers.TrainingArguments")
+
+
+def test_imports_under_a_branch_the_installed_releases_never_take_are_no_breaks(tmp_path):
+    """DPR (``if transformers.__version__.startswith("4")``), DETR (``version.parse(torchvision.__version__) <
+    version.parse('0.7')``), Swin Transformer (a module-level major version compared): an import for another release
+    is no break here. A test that cannot be read statically (a call it does not know, a name bound anywhere but once
+    at the top level) leaves both branches read."""
+    import importlib.metadata
+
+    installed = importlib.metadata.version("wrapt")
+    major = installed.split(".")[0]
+    files = {"a.py": f"""\
+        import sys
+        import wrapt
+        WRAPT_MAJOR = int(wrapt.__version__.split(".")[0])
+        if wrapt.__version__.startswith("{major}."):
+            import zp_missing_taken
+        else:
+            import zp_missing_not_taken
+        if version.parse(wrapt.__version__) < version.parse("0.1"):
+            import zp_missing_old
+        elif WRAPT_MAJOR == {major} and sys.version_info >= (3, 0) and wrapt.__version__ >= "0.1":
+            import zp_missing_elif_taken
+        if wrapt.__version__ == wrapt.__version__.upper() or not callable(wrapt):
+            import zp_missing_unread
+        USE_OLD = WRAPT_MAJOR < 0
+        def configure():
+            global USE_OLD
+            USE_OLD = True
+        if USE_OLD:
+            import zp_missing_rebound
+        """}
+    assert [(line, advice.split(" is not")[0]) for _, line, advice in found(tmp_path, files)] == [
+        (5, "zp_missing_taken"), (11, "zp_missing_elif_taken"), (13, "zp_missing_unread"), (19, "zp_missing_rebound")]
+
+
+@requires("transformers", "datasets")
+def test_a_repository_s_own_package_of_a_library_s_name_and_a_module_a_lazy_library_never_had(tmp_path):
+    """DETR and DDIM import their own ``datasets`` package (at the repository's root, found first), not the Hugging
+    Face library of that name: no break. DPR imports ``transformers.modeling_bert`` (moved in 4.0, older than the API
+    history): transformers' lazy ``__init__`` puts only itself in sys.modules, so the missing module is named."""
+    files = {"main.py": "from datasets import build_dataset\nimport datasets.transforms as T\n"
+                        "from transformers.modeling_bert import BertModel\n",
+             "datasets/__init__.py": "def build_dataset(image_set):\n    return image_set\n",
+             "datasets/transforms.py": ""}
+    assert [(path, line, advice.split(" in the installed")[0]) for path, line, advice in found(tmp_path, files)] == [
+        ("main.py", 3, "no module transformers.modeling_bert")]

@@ -29,3 +29,22 @@ else:
     raise AssertionError("torch._six outlived its patch")
 print("ok")
 '''))
+
+
+def test_torch_six_read_as_an_attribute_of_torch_as_torch_1_s_import_torch_had_it():
+    """DDIM's dataset reads ``torch._six.string_classes`` without importing torch._six (torch 1.x's ``import torch``
+    did): answered by importing the provided module, first read; never listed in dir(torch) before; gone with the
+    patch."""
+    assert_ok(run_python('''
+import sys, torch, zeropatch
+assert "_six" not in dir(torch) and "torch._six" not in sys.modules
+assert torch._six.string_classes == (str, bytes) and torch._six is sys.modules["torch._six"]
+assert torch.nn.functional.relu is not None  # torch's own attributes and lazy modules are still its own
+import torch._dynamo
+assert torch._dynamo is sys.modules["torch._dynamo"]
+record = {target: state for target, (state, _, _) in __import__("zeropatch._core")._core._registry()["torch_six"].targets.items()}
+assert record == {"torch": "applied", "torch._six": "applied"}, record
+zeropatch.uninstall("torch_six")
+assert not hasattr(torch, "_six"), "torch._six outlived its patch"
+print("ok")
+'''))

@@ -165,9 +165,10 @@ STACKS = {
                    ["tests/test_torchaudio_backends.py",
                     "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[torchaudio_backends]"]),
     "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed",
-              ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"],
+              ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal",
+               "torch_stft_real"],
               ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py", "tests/test_attention.py",
-               "tests/test_cpu_rehearsal.py"]),
+               "tests/test_cpu_rehearsal.py", "tests/test_torch_stft_real.py"]),
     # the registry's (CUDA) builds, which run on this machine's CPU, for the torch- and torchvision-level drift
     "torch_releases": (with_torch("torchvision"), [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
                        "import torch, torchvision, torchvision.transforms",

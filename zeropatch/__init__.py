@@ -19,7 +19,7 @@ from zeropatch._core import (
     uninstall,
 )
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 __all__ = ["install", "uninstall", "status", "fused_update_ema", "full_grad", "Patch", "PatchStatus", "PatchError", "Skip", "NotNeeded", "STATES"]
 
 

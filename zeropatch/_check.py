@@ -5,7 +5,8 @@ Besides the imports, only the statements that set up ``sys.path`` run: those tha
 assignments computed from ``__file__`` (``HERE = os.path.dirname(__file__)``); and module-level constants read
 off imported modules, with no call in them (``FRAME_DTYPE = np.float``), where removed names show. Imports inside a top-level ``try``
 that handles ImportError are optional: their failures are notes. Each failure is reported with the script line,
-the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known"). An import under a package
+the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known", with the release that
+removed the name and its successor where the API history records them). An import under a package
 that failed above is not run again (a package whose ``__init__`` failed leaves the submodules it had imported behind,
 and importing under it raised ``KeyError``): it is named as not tried, with the line that failed. The closing line
 counts the failures no patch fixes, naming the repository's own packages among them. The script is read as Python
@@ -63,12 +64,17 @@ def _raised_at(error):
 
 
 def _fix_for(text):
+    """The verdict on one failed import: the patches that fix it (and their state here), else why none can, with
+    what the API history says the release that removed the name put in its place."""
     from zeropatch import _core
+    from zeropatch._explain import fixes_for
+    from zeropatch._history import describe
 
-    patches = _core.patches_for_error(text)
+    patches, records = fixes_for(text)
     if not patches:
         advice = _core.advice_for_error(text)
-        return f"no patch can fix this: {advice[0][1]}" if advice else "no patch known"
+        verdict = f"no patch can fix this: {advice[0][1]}" if advice else "no patch known"
+        return "; ".join([verdict] + [f"API history: {describe(record)}" for record in records])
     parts = []
     for patch in patches:
         record = _core.status(patch.name)[0]

@@ -28,6 +28,18 @@ def _here(patch):
     return record.versions, f"{record.state} ({record.reason})"
 
 
+def fixes_for(text):
+    """(the patches that fix an error text, the API history's records of what it names missing): the patches whose
+    declared errors match, and moved_names where the history answers a name the error shows missing."""
+    from zeropatch._history import ANSWERING_PATCH, answerable, for_error  # (read only when explaining)
+
+    records = for_error(text)  # which release removed what the error names, and for what
+    patches = _core.patches_for_error(text)
+    if any(answerable(record.module, record.name) is not None for record in records):
+        patches.append(_core._registry()[ANSWERING_PATCH].patch)  # the history's moved and retired names are answered
+    return patches, records
+
+
 def explanation(text, here=_here):
     """(lines, whether a patch fixes it) for an error text; ``here(patch)``: (its affected releases, its state) where
     it is asked (this process, or a job)."""
@@ -35,12 +47,9 @@ def explanation(text, here=_here):
              for patch, advice in _core.advice_for_error(text)]
     lines += [f"No patch can fix this ({module} has no build for the installed torch): {advice}"
               for module, advice in dead_ends_for_error(text)]
-    from zeropatch._history import ANSWERING_PATCH, answerable, describe, for_error  # (read only when explaining)
+    from zeropatch._history import describe
 
-    records = for_error(text)  # which release removed what the error names, and for what
-    patches = _core.patches_for_error(text)
-    if any(answerable(record.module, record.name) is not None for record in records):
-        patches.append(_core._registry()[ANSWERING_PATCH].patch)  # the history's moved and retired names are answered
+    patches, records = fixes_for(text)
     if not patches:
         from zeropatch._stdlib_removals import removals_for_error
 

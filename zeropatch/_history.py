@@ -124,7 +124,6 @@ def for_error(text):
     return found
 
 
-
 ANSWERED = ("moved", "alias")  # what the run-time answer gives back: the very object the old release's name stood for
 ANSWERING_PATCH = "moved_names"  # the patch that answers them
 

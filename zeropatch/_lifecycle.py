@@ -12,7 +12,8 @@ from zeropatch._hooks import _WATCHER, _forget_provided, _unwatch, _watch, is_pr
 from zeropatch._log import _rank, logger, logger_at, warn_once
 from zeropatch._patcher import Patcher
 from zeropatch._status import record_uncaught_exceptions, report_to_job
-from zeropatch._versions import installed_version
+from zeropatch._versions import distribution_of, impostor, installed_version
+
 
 def _target_version(patch, module):
     top_name = module.__name__.split(".")[0]
@@ -22,6 +23,28 @@ def _target_version(patch, module):
     if not isinstance(version, str) or top_name != patch.package.replace("-", "_"):  # argparse's is not torch's
         version = installed_version(patch.package)
     return version or "unknown"
+
+
+def _impostor(patch, module):
+    """Why ``module`` is not the library ``patch`` is for, or None: its top-level package was imported from outside
+    the installed distribution (a repository's own ``datasets/`` found before the library). Asked only where the
+    patch's library is the target's own (not of a patch to a repository's code, or to one library on another's
+    behalf)."""
+    top_name = module.__name__.split(".")[0]
+    top = sys.modules.get(top_name)
+    distribution = distribution_of(top_name)
+    if (patch.package not in (HISTORY, distribution) or top is None or is_provided(top)
+            or top_name in sys.stdlib_module_names):
+        return None  # (a patch of another library's or a repository's code; zeropatch's or the standard library's)
+    try:
+        where = impostor(distribution, top)
+    except Exception:  # unreadable metadata (a broken direct_url.json): not told, and never a broken import
+        return None
+    if where is None:
+        return None
+    installed = installed_version(distribution)
+    return (f"{top_name} here is {where}, not the installed {distribution} {installed}" if installed else
+            f"{top_name} here is {where}, and no {distribution} is installed")
 
 
 def _set_target_state(entry, module_name, state, reason, version):
@@ -41,6 +64,10 @@ def _apply_to(entry, module, executed=False):
             return  # applied already: install() is idempotent
         entry.patchers.pop(name).revert()  # reloaded: what the reload replaced stays, the rest is undone, then renewed
     version = _target_version(patch, module)
+    stranger = _impostor(patch, module)
+    if stranger is not None:
+        _set_target_state(entry, name, SKIPPED, stranger, version)
+        return
     patcher = Patcher()
     try:
         detail = patch.apply(patcher, module)

@@ -7,6 +7,7 @@ what cannot be resolved statically (``getattr``, values passed around) is not se
 import ast
 import fnmatch
 
+from zeropatch._branches import taken
 from zeropatch._signatures import Finding
 from zeropatch._versions import installed_version
 
@@ -33,10 +34,50 @@ class PythonFileReader(ast.NodeVisitor):
         self.named = set()  # the dotted names the file names through its imports (for ``option ... of``)
         self.own_options = set()  # the options its own ``add_argument`` calls define, as ``option_key`` writes them
         self.decorated = {}  # a class of this file (later: of the repository) -> {its decorator: it makes it hashable}
+        self.taken = {}  # id of an ``if`` -> the branch the installed releases take (True: its body), where told
 
     def prepare(self):
-        """The file's imports and the library classes its classes derive from (before ``find``)."""
+        """The file's imports and the library classes its classes derive from (before ``find``); then again without
+        the branches the installed releases never take (``_branches``), whose imports are no breaks."""
+        self._read_imports(set())
+        skipped = self._branches_not_taken()
+        if skipped:
+            self.aliases, self.optional, self.own_options = {}, set(), set()
+            self._read_imports(skipped)
+        self.named.update(self.aliases.values())
+        self._derive_classes()
         for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                self.decorated[node.name] = {self.resolve(getattr(decorator, "func", decorator)): _hashable(decorator)
+                                             for decorator in node.decorator_list}
+
+    def _branches_not_taken(self):
+        """The ids of the nodes under a branch of an ``if`` that the installed releases never take; fills ``taken``.
+        A name stands for its value only where the file binds it once, at its top level (never in a function, as a
+        parameter, or through ``global``)."""
+        bound = {}
+        for node in ast.walk(self.tree):
+            names = ([node.id] if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else
+                     [node.arg] if isinstance(node, ast.arg) else node.names if isinstance(node, ast.Global) else [])
+            for name in names:
+                bound[name] = bound.get(name, 0) + 1
+        assigned = {node.targets[0].id: node.value for node in self.tree.body
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and bound[node.targets[0].id] == 1}
+        skipped = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.If) and id(node) not in skipped:
+                branch = taken(node.test, self.resolve, assigned)
+                if branch is not None:
+                    self.taken[id(node)] = branch
+                    skipped.update(id(inner) for statement in (node.orelse if branch else node.body)
+                                   for inner in ast.walk(statement))
+        return skipped
+
+    def _read_imports(self, skipped):
+        for node in ast.walk(self.tree):
+            if id(node) in skipped:
+                continue
             if isinstance(node, ast.Try) and handles_import_errors(node):
                 self.optional.update(id(inner) for statement in node.body for inner in ast.walk(statement))
             elif isinstance(node, ast.Import):
@@ -53,12 +94,6 @@ class PythonFileReader(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
                 self.own_options.update(option_key(argument.value) for argument in node.args
                                         if isinstance(argument, ast.Constant) and str(argument.value).startswith("--"))
-        self.named.update(self.aliases.values())
-        self._derive_classes()
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ClassDef):
-                self.decorated[node.name] = {self.resolve(getattr(decorator, "func", decorator)): _hashable(decorator)
-                                             for decorator in node.decorator_list}
 
     def find(self, repository_classes, repository_decorated=None):
         """Every match of the signatures; ``repository_classes``: class name -> library bases, over the repository
@@ -151,6 +186,15 @@ class PythonFileReader(ast.NodeVisitor):
             needed = NEEDS_ANOTHER.get(module) or NEEDS_ANOTHER.get(module.rpartition(".")[0])
             if needed:
                 self.missing.append((node, needed))
+
+    def visit_If(self, node):
+        branch = self.taken.get(id(node))
+        if branch is None:
+            self.generic_visit(node)
+            return
+        self.visit(node.test)
+        for statement in node.body if branch else node.orelse:
+            self.visit(statement)
 
     def visit_Attribute(self, node):
         if isinstance(node.ctx, ast.Load):

@@ -55,6 +55,18 @@ def _local_modules(root, files):
     return names
 
 
+def _root_modules(base, files):
+    """Top-level names of the modules and packages at the repository's root (or the script's folder), which Python
+    finds first when it runs a script there: DETR's and DDIM's ``datasets`` is their own package, not the library."""
+    names = set()
+    for path in files:
+        parts = os.path.relpath(path, base).split(os.sep)
+        if path.endswith(".py") and parts[0] != os.pardir:
+            name = parts[0][:-3] if len(parts) == 1 else parts[0]
+            names.update([name] if name.isidentifier() else [])
+    return names
+
+
 def _text_pattern(signature):
     """An option in either spelling, or a key as JSON / YAML write it."""
     if signature.kind == "key":
@@ -91,6 +103,7 @@ def scan(root, patches, python=None, arguments=()):
     files = list(_files(root)) if folder else reached_files(root, arguments)
     base = root if folder else os.path.dirname(os.path.abspath(root))
     local = _local_modules(root, files) if folder else None  # a script's imports: the dry run tries them
+    own = _root_modules(base, files)
     result = Scan()
     missing = {}
     readers = []
@@ -139,7 +152,7 @@ def scan(root, patches, python=None, arguments=()):
         for node, top in reader.missing:
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader, python, restored)
-        result.findings += _history_findings(reader, provided_modules)
+        result.findings += _history_findings(reader, provided_modules, own)
     result.findings += _unknown_attributes(readers)
     result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
@@ -176,13 +189,14 @@ def _options_of_their_owners(findings, entries, readers):
     return [finding for finding in findings if (finding.patch, finding.signature) not in foreign]
 
 
-def _history_findings(reader, provided):
+def _history_findings(reader, provided, own):
     """The imports of a module or name that the installed release lacks by the API history (``_history``), with the
     release that removed it and what replaced it; not a name a patch's signature matched on the line (the patch's
     finding says whether it is fixed; the line's other names are still read), not a name the installed module still
     defines (the history reads public names: a class that left ``__all__`` is still there), nor an import inside a
     ``try`` that handles its failure. ``provided``: the modules patches provide, and which (a successor there is
-    answered while that patch is on: ``torch._six.string_classes``, torch_six's)."""
+    answered while that patch is on: ``torch._six.string_classes``, torch_six's). ``own``: the repository's top-level
+    modules, whose imports are its own whatever library has their name."""
     from zeropatch._history import missing_here, removal
 
     covered = {}  # line -> what a patch's signature matched there: its target, and the target's last name
@@ -192,7 +206,7 @@ def _history_findings(reader, provided):
             covered.setdefault(finding.line, set()).update((target, target.rpartition(".")[2]))
     found, seen, parsed = [], set(), {}
     for node, module in reader.imports:
-        if id(node) in seen or id(node) in reader.optional:
+        if id(node) in seen or id(node) in reader.optional or module.split(".")[0] in own:
             continue
         seen.add(id(node))
         asked = [(alias.name, None) for alias in node.names] if isinstance(node, ast.Import) else [
@@ -215,7 +229,8 @@ def _history_findings(reader, provided):
     lines = {finding.line for finding in found} | set(covered)
     for node, dotted in reader.reads:  # `transforms.Scale`: a name read off a module, once a line
         module, _, name = dotted.rpartition(".")
-        if node.lineno in lines or module.split(".")[0] not in RESOLVED or not _module_exists(module):
+        top = module.split(".")[0]
+        if node.lineno in lines or top not in RESOLVED or top in own or not _module_exists(module):
             continue
         record = removal(module, name)
         if record and record.name and missing_here(record) and not _binds(module, name, parsed, lazy=False):
@@ -333,7 +348,7 @@ def _unresolved(asked, parsed):
             continue
         if not _module_exists(module):
             parent = module.rpartition(".")[0]
-            if parent and _module_exists(parent) and not any(_names_of(parent, parsed)[2:]):
+            if parent and _module_exists(parent) and not _names_of(parent, parsed)[4]:
                 said.append(f"no module {module} in the installed {_release(top, installed_version)}")
             break
         if name is not None and not _module_exists(f"{module}.{name}") and not _binds(module, name, parsed):
@@ -342,7 +357,9 @@ def _unresolved(asked, parsed):
 
 
 def _release(top, installed_version):
-    distribution = {"PIL": "pillow", "pytorch_lightning": "pytorch-lightning"}.get(top, top)
+    from zeropatch._versions import distribution_of
+
+    distribution = distribution_of(top)
     return f"{distribution} {installed_version(distribution) or ''}".rstrip()
 
 
@@ -350,7 +367,7 @@ def _binds(module, name, parsed, lazy=True, depth=4):
     """Whether ``module`` binds or lists ``name`` anywhere in its code, or writes names at run time (``globals()``,
     ``sys.modules``), or (``lazy``) answers names through a ``__getattr__``, or a module it star-imports binds it.
     The history's records are checked with ``lazy`` False: it read a lazy module's names itself."""
-    names, stars, writes, answers = _names_of(module, parsed)
+    names, stars, writes, answers, _ = _names_of(module, parsed)
     if name in names or writes or (lazy and answers):
         return True
     return depth > 0 and any(_binds(star, name, parsed, lazy, depth - 1) for star in stars if _module_exists(star))
@@ -358,12 +375,14 @@ def _binds(module, name, parsed, lazy=True, depth=4):
 
 def _names_of(module, parsed):
     """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it writes names at
-    run time, whether it answers names through ``__getattr__``), parsed once from its installed source (none: taken
-    as writing them)."""
+    run time, whether it answers names through ``__getattr__``, whether it makes modules under other names at run
+    time), parsed once from its installed source (none: taken as making them all). A module that puts only itself
+    in ``sys.modules`` (transformers' lazy ``sys.modules[__name__] = _LazyModule(...)``) makes no submodules: an import
+    of one it lacks fails (``transformers.modeling_bert``, gone in 4.0)."""
     if module not in parsed:
         tree = _module_tree(module)
         package = module if (_module_file(module) or "").endswith("__init__.py") else module.rpartition(".")[0]
-        parsed[module] = (set(), [], True, True) if tree is None else _bound_names(tree, package)
+        parsed[module] = (set(), [], True, True, True) if tree is None else _bound_names(tree, package)
     return parsed[module]
 
 
@@ -381,7 +400,7 @@ def _module_tree(module):
 
 
 def _bound_names(tree, package):
-    names, stars, dynamic, answers = set(), [], False, False
+    names, stars, dynamic, answers, makes_modules = set(), [], False, False, False
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
@@ -400,11 +419,14 @@ def _bound_names(tree, package):
             names.add(node.value)  # listed: __all__, a lazy module's import structure
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"):
-            dynamic = dynamic or _names_modules_or_globals(node.value if isinstance(node, ast.Subscript)
-                                                           else node.func.value)
+            written = node.value if isinstance(node, ast.Subscript) else node.func.value
+            dynamic = dynamic or _names_modules_or_globals(written)
+            makes_modules = makes_modules or (isinstance(written, ast.Attribute) and _names_modules_or_globals(written)
+                                              and not (isinstance(node, ast.Subscript)
+                                                       and ast.unparse(node.slice) == "__name__"))
         elif isinstance(node, ast.Name) and node.id == "_LazyModule":
             answers = True
-    return names, stars, dynamic, answers
+    return names, stars, dynamic, answers, makes_modules
 
 
 def _names_modules_or_globals(node):

@@ -8,12 +8,16 @@ taming-transformers and the latent-diffusion trees Open-Sora-Plan vendors, DeepS
 Changes: when ``torch._six`` is imported and torch has none, zeropatch provides the module with the names torch
 1.x defined, bound as they were on Python 3: ``inf`` / ``nan`` (math's), ``string_classes = (str, bytes)``,
 ``int_classes = int``, ``container_abcs = collections.abc``, ``PY2`` / ``PY3`` / ``PY37``, ``with_metaclass``.
+torch 1.x's ``import torch`` imported ``torch._six`` too, so code read it as an attribute without importing it
+(DDIM's ``isinstance(root, torch._six.string_classes)``): where torch lacks it, reading ``torch._six`` imports the
+provided module (torch's ``__getattr__``, asked only for a name torch lacks; not listed in ``dir(torch)`` until then).
 On torch 1.x the real module is imported and left alone.
 """
 
 import sys
 
-from zeropatch._core import NotNeeded, Patch, is_provided
+from zeropatch._core import NotNeeded, Patch, is_provided, lacks
+from zeropatch._patcher import ModuleGetter
 
 
 def with_metaclass(meta, *bases):
@@ -37,7 +41,34 @@ def _names():
             "with_metaclass": with_metaclass}
 
 
+class _ImportsSix(ModuleGetter):
+    """torch's ``__getattr__``: ``_six`` imports ``torch._six`` (as torch 1.x's ``import torch`` had); any other name
+    is asked of the getter it replaced (torch's own lazy submodules)."""
+
+    __slots__ = ()
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __call__(self, attr):
+        if attr == "_six":
+            import importlib
+
+            try:
+                return importlib.import_module("torch._six")
+            except ImportError as error:
+                raise AttributeError(f"module 'torch' has no attribute '_six' ({error})") from error
+        if self.previous is not None:
+            return self.previous(attr)
+        raise AttributeError(f"module 'torch' has no attribute {attr!r}")
+
+
 def apply(patcher, six):
+    if six.__name__ == "torch":
+        if not lacks(six, "_six"):
+            raise NotNeeded("torch still has torch._six (torch < 2.0)")
+        patcher.set(six, "__getattr__", _ImportsSix(vars(six).get("__getattr__")))
+        return "torch._six answered as an attribute of torch, imported when first read"
     if not is_provided(six):
         raise NotNeeded("torch still has torch._six (torch < 2.0)")
     names = _names()
@@ -52,9 +83,9 @@ PATCH = Patch(
     summary="torch._six (removed in torch 2.0) back: inf, nan, string_classes, int_classes, container_abcs, PY3, ...",
     package="torch",
     affected="2.6.0-2.15.0 (swept; the module went in torch 2)",
-    targets=("torch._six",),
-    provides=True,
+    targets=("torch._six", "torch"),
+    provides=("torch._six",),
     apply=apply,
-    errors=(r"No module named 'torch\._six'",),
-    looks_for=("import torch._six",),
+    errors=(r"No module named 'torch\._six'", r"module 'torch' has no attribute '_six'"),
+    looks_for=("import torch._six", "name torch._six"),
 )
