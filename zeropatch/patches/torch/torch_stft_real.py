@@ -14,8 +14,8 @@ Changes: a call of ``torch.stft`` (or ``Tensor.stft``) on a real input that give
 made it so; torch's deprecation message names it as the old format), gradients included; a call of ``torch.istft``
 (``Tensor.istft``) on a real input whose last dimension is 2 reads it as complex (``torch.view_as_complex``, of a
 contiguous copy where the layout cannot be viewed), as 1.8-1.13 did. A call that names ``return_complex``, and complex
-input, are torch's own. Logged once; counted in the job report. TorchScript and ``torch.compile`` see torch's
-operators: scripted code keeps torch 2's contract.
+input, are torch's own. Logged once; counted in the job report. TorchScript and ``torch.compile`` call torch's own
+operator, not this wrapper: a legacy call inside scripted or compiled code still fails as on torch 2 (not covered).
 """
 
 from zeropatch._core import NotNeeded, Patch, inform_once, version_tuple
