@@ -110,3 +110,41 @@ patcher.revert()
 assert "__getattr__" not in vars(module) and not hasattr(module, "first") and not hasattr(module, "second")
 print("ok")
 ''', env=clean_environment(ZEROPATCH="0")))
+
+
+def test_names_put_back_into_a_lazy_module_follow_the_module_the_library_puts_in_its_place():
+    """A library may put a new lazy module object in place of the one patched, outside the import system
+    (transformers' processing_utils runs transformers/__init__.py again): both objects answer the names, through the
+    lazy class, after its own lazy loading; not listed, pickled by reference; revert takes them and the class's
+    wrapper away."""
+    assert_ok(run_python('''
+import pickle, sys, types
+from zeropatch._core import Patcher
+
+class Lazy(types.ModuleType):
+    def __getattr__(self, name):
+        if name == "lazy":
+            return "loaded"
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+
+lazy_getattr = Lazy.__dict__["__getattr__"]
+def removed():
+    pass
+removed.__module__ = "legacy_lazy"  # the library's own function (one of zeropatch's is named so by put_back)
+
+patched = sys.modules["legacy_lazy"] = Lazy("legacy_lazy")
+patcher = Patcher()
+patcher.put_back(patched, {"removed": removed})
+successor = sys.modules["legacy_lazy"] = Lazy("legacy_lazy")   # re-created: no getter of its own
+other = Lazy("another_lazy")
+for module in (patched, successor):
+    assert module.removed is removed and module.lazy == "loaded" and "removed" not in dir(module)
+    exec("from legacy_lazy import removed as imported; assert imported is removed", {"removed": removed})
+assert pickle.loads(pickle.dumps(removed)) is removed
+assert not hasattr(other, "removed")
+assert not patcher.replaced(), patcher.replaced()
+patcher.revert()
+assert Lazy.__dict__["__getattr__"] is lazy_getattr and "__getattr__" not in vars(patched)
+assert not hasattr(patched, "removed") and not hasattr(successor, "removed") and successor.lazy == "loaded"
+print("ok")
+''', env=clean_environment(ZEROPATCH="0")))

@@ -14,10 +14,29 @@ class Patcher:
     def __init__(self):
         self._undo = []
         self._wrappers = []  # the wrappers wrap() made: reverting one restores what it wraps now
+        self._followed = {}  # lazy module class -> {module name: the ModuleGetter this patcher set on that module}
 
     def set(self, owner, attr, value):
         self._undo.append((owner, attr, vars(owner).get(attr, _ABSENT), value))
         setattr(owner, attr, value)
+        if attr == "__getattr__" and isinstance(value, ModuleGetter) and _lazy_class(owner) is not None:
+            self._follow(owner, value)
+
+    def _follow(self, module, getter):
+        """A module getter set on a lazy module (an instance of a module class with its own ``__getattr__``) also
+        answers for any other module object of that name and class: a library may put a new one in its place outside
+        the import system, and code holds either (transformers' ``processing_utils`` runs ``transformers/__init__.py``
+        again through ``direct_transformers_import``, whose new lazy top-level module replaces the one imported, so
+        that any library importing ``processing_utils``, as peft does, took the getter away). The class's
+        ``__getattr__``, asked for a name the module and its own getters lack, asks this getter after the library's
+        lazy loading: one wrapper per class and patcher, reverted with the rest."""
+        klass = _lazy_class(module)
+        followed = self._followed.get(klass)
+        if followed is None:
+            followed = self._followed[klass] = {}
+            self.wrap(klass, "__getattr__", _following(followed))
+            self.on_revert(followed.clear)  # (run first: a copy of the wrapper kept elsewhere then answers nothing)
+        followed[module.__name__] = getter
 
     def wrap(self, owner, attr, wrapper):
         """Replace ``owner.attr`` with a wrapt FunctionWrapper around the original (found through the MRO)."""
@@ -125,6 +144,7 @@ class Patcher:
 
 
 _FUNCTION = type(lambda: None)
+_MODULE = type(os)
 _PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__))  # zeropatch's own code
 
 
@@ -182,9 +202,46 @@ def _rename(value, module, qualname):
 
 class ModuleGetter:
     """A module's ``__getattr__`` (PEP 562) that a patch set, asking ``previous`` (the one it replaced, or None) as it
-    sees fit: another patch's getter set later stacks on it, and it still holds (``replaced``, ``revert``)."""
+    sees fit: another patch's getter set later stacks on it, and it still holds (``replaced``, ``revert``). Set on a
+    lazy module (``Patcher.set``), it also answers for the module objects the library puts in its place
+    (``Patcher._follow``)."""
 
     __slots__ = ("previous",)
+
+
+def _lazy_class(module):
+    """The class of ``module`` where it is a lazy module (a module subclass with a ``__getattr__`` of its own: PEP 562
+    asks the module's own getter first, then the class's), else None."""
+    klass = type(module)
+    if klass is _MODULE or not issubclass(klass, _MODULE) or getattr(klass, "__getattr__", None) is None:
+        return None
+    return klass
+
+
+def _asks(current, getter):
+    """Whether the module getter ``current`` is ``getter`` or asks it (through the getters it stacks on)."""
+    while current is not None:
+        if current is getter:
+            return True
+        current = current.previous if isinstance(current, ModuleGetter) else None
+    return False
+
+
+def _following(followed):
+    """The wrapper of a lazy module class's ``__getattr__`` (``Patcher._follow``): the library's lazy loading first;
+    for a name it lacks, on a module object of a name in ``followed`` whose own getters do not ask the getter set
+    there (another object of that name holds it), that getter."""
+    def following(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        except AttributeError:
+            own = getattr(instance, "__dict__", None) or {}
+            getter = followed.get(own.get("__name__"))
+            if getter is None or _asks(own.get("__getattr__"), getter):
+                raise  # not followed, or asked already (PEP 562: the module's own getters come first)
+        return getter(*args, **kwargs)
+
+    return following
 
 
 class _PutBack(ModuleGetter):
