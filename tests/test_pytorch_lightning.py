@@ -1,6 +1,7 @@
 """pytorch-lightning 1.x code on 2.x: the Trainer built from 1.x keywords as 1.9 built it (pl_trainer_args), the
-legacy contracts that apply only to code written for 1.x (pl_legacy_hooks: a test loop without test_step, a resume
-at an epoch's end), and a 1.x multi-GPU launch rehearsed on two CPU processes (cpu_rehearsal)."""
+1.x hooks (pl_legacy_hooks: a test loop without test_step for any code, since 2.x refuses it; a resume at an epoch's
+end, a changed default, for code written for 1.x only), and a 1.x multi-GPU launch rehearsed on two CPU processes
+(cpu_rehearsal)."""
 
 import json
 import sys
@@ -67,9 +68,10 @@ RESUME = ROOT / "tests" / "pl_resume_job.py"
 
 
 @requires("pytorch_lightning")
-def test_legacy_contracts_apply_only_to_code_written_for_1x(tmp_path):
-    """A test loop without test_step (1.4: skipped with a warning) and a resume at an epoch's end (1.5: the next epoch
-    starts, its start hooks called): for code pinned to 1.4, or declared legacy; other code keeps 2.x's contract."""
+def test_a_resume_as_1_5_for_code_written_for_1x_and_a_test_loop_without_test_step_for_any_code(tmp_path):
+    """A resume at an epoch's end (1.5: the next epoch starts, its start hooks called) for code pinned to 1.4, or
+    declared legacy; other code keeps 2.x's resume. A test loop without test_step (1.4: skipped with a warning) for
+    any code: 1.5+ refuses the call, so no legacy decision is taken."""
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "environment.yaml").write_text("dependencies:\n  - pip:\n    - pytorch-lightning==1.4.2\n")
     script = tmp_path / "legacy" / "job.py"
@@ -83,9 +85,15 @@ def test_legacy_contracts_apply_only_to_code_written_for_1x(tmp_path):
     events = json.loads(resumed.stdout.split("EVENTS ")[1].splitlines()[0])
     assert events == [["epoch start", 1], ["step", 1, 4, 0], ["step", 1, 5, 1], ["epoch end", 1]], events
     assert "resumed at the start of the next epoch" in resumed.stderr, resumed.stderr
-    new_code = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "new", "4"],
-                           env=clean_environment(ZEROPATCH_LEGACY="-pytorch-lightning"))
-    assert new_code.returncode != 0 and "No `test_step()` method defined" in new_code.stderr, new_code.stderr[-2000:]
+    new = clean_environment(ZEROPATCH_LEGACY="-pytorch-lightning")  # declared written for today's
+    new_code = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "new", "4"], env=new)
+    assert_ok(new_code)
+    assert "test loop skipped" in new_code.stderr and "LEGACY TEST []" in new_code.stdout, new_code.stderr[-2000:]
+    new_resume = run_command(ZEROPATCH + ["run", "--", sys.executable, script, tmp_path / "new", "6",
+                                          tmp_path / "new" / "last.ckpt"], env=new)
+    assert_ok(new_resume)
+    new_events = json.loads(new_resume.stdout.split("EVENTS ")[1].splitlines()[0])
+    assert new_events != events and "resumed at the start" not in new_resume.stderr, (new_events, new_resume.stderr)
 
 
 @requires("pytorch_lightning")

@@ -1,6 +1,6 @@
 """fairseq's configuration (``fairseq/dataclass/configs.py``, 0.10-0.12.2, the last release): the top-level
 ``FairseqConfig`` nests each group's dataclass as its default, as the hydra-style configurations of 2020-2022 did, and
-``import fairseq`` builds it. This folder's environment.yml pins python=3.8, as the repositories of that era did.
+``import fairseq`` builds it. No pin or declaration is needed: Python >= 3.11 refuses this configuration outright.
 
 Without zeropatch, on Python >= 3.11:
   ValueError: mutable default <class '__main__.CommonConfig'> for field common is not allowed: use default_factory

@@ -44,6 +44,8 @@ def _cast_as_the_whole_module_was(wrapped, engine, args, kwargs):
     buffers = [b for b in engine.module.buffers() if b.is_floating_point() and b.dtype != dtype]
     if buffer_dtype is not None or not buffers:
         return result
+    # legacy decision: a changed default (float buffers kept in their dtype since 0.19.2), which code written for
+    # 0.19.2 relies on; the late ZeRO-3 parameters above need none (0.19.2 fails on them)
     decision = decide("deepspeed", CHANGED_IN)
     if decision.legacy:
         for buffer in buffers:

@@ -37,6 +37,9 @@ def _missing_as_none(wrapped, config, args, kwargs):
     try:
         return wrapped(*args, **kwargs)
     except (ConfigAttributeError, ConfigKeyError):
+        # legacy decision: a changed default (a missing key raises since 2.1), which code written for 2.1 relies on:
+        # not a plain refusal, since the error is an AttributeError / KeyError that hasattr, getattr(cfg, key,
+        # default) and its except clauses turn into control flow; pretty() (removed) needs none
         if not (args and _absent(config, args[0]) and decide("omegaconf", MISSING_RAISES_SINCE).legacy):
             raise
         _TALLY.count("a missing key read as None (2.0)")

@@ -29,6 +29,8 @@ def _first_legacy(decisions):
 
 def _decision():
     """The first legacy Decision of the two libraries, else peft's (code written for the new defaults)."""
+    # legacy decision: a changed default (safetensors, save_pretrained's since peft 0.7, the Trainer's since
+    # transformers 4.35), which code written for those releases relies on
     decisions = [decide(name, release) for name, release in SAFETENSORS_DEFAULT_SINCE.items()]
     return _first_legacy(decisions) or decisions[0]
 

@@ -59,6 +59,8 @@ def _as_peft_0_2(model, output_embedding_layer_name="lm_head", use_gradient_chec
 def prepare_model_for_int8_training(model, *args, **kwargs):
     """Prepare a model for (8-bit) LoRA training as the peft release the code was written for did: 0.3-0.9's
     ``prepare_model_for_kbit_training``, or 0.2's casting for code pinned before 0.3 (restored by zeropatch)."""
+    # legacy decision: a changed default (what the function casts: every half-precision parameter since 0.3), which
+    # code written for 0.3-0.9 relies on; it only picks which old casting, since the import (removed) needs none
     if decide("peft", CAST_ONLY_NORMS_BEFORE).legacy:
         _TALLY.count("prepared as peft 0.2 did (layer norms, lm_head cast to float32)")
         return _as_peft_0_2(model, *args, **kwargs)

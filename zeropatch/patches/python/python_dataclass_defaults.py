@@ -1,5 +1,4 @@
-"""python_dataclass_defaults: legacy code's dataclass fields default to an instance of another dataclass again, as on
-Python 3.10.
+"""python_dataclass_defaults: dataclass fields default to an instance of another dataclass again, as on Python 3.10.
 
 Breaks: Python 3.11 made ``@dataclass`` refuse every default whose class has no ``__hash__`` (gh-88840), where 3.10
 refused only ``list``, ``dict`` and ``set``. A dataclass with ``eq=True`` (the default) and neither ``frozen`` nor
@@ -8,22 +7,20 @@ refused only ``list``, ``dict`` and ``set``. A dataclass with ``eq=True`` (the d
 the configs of toolkits built the same way (an ``np.ndarray`` default too): "ValueError: mutable default <class
 'fairseq.dataclass.configs.CommonConfig'> for field common is not allowed: use default_factory".
 
-Changes: for code written for Python < 3.11 (``zeropatch._legacy``: ``ZEROPATCH_LEGACY=python`` or ``python<3.11``,
-or its repository's pin of python, conda's ``- python=3.8``), a field whose default has no ``__hash__`` and is not a
-``list``, ``dict`` or ``set`` is accepted as 3.10 accepted it: the very default object is the class attribute and
-the default of ``__init__``, shared by every instance that is not given another (3.10's contract: what the code was
-written against). ``dataclasses`` itself does the rest: the patch only lets its 3.11 check pass, with the real
-default put back on the field at once. For code not known to be legacy, 3.11's ValueError stays, with one log line
-naming the switch. ``list`` / ``dict`` / ``set`` defaults are refused as on 3.10.
+Changes: a field whose default has no ``__hash__`` and is not a ``list``, ``dict`` or ``set`` is accepted as 3.10
+accepted it: the very default object is the class attribute and the default of ``__init__``, shared by every
+instance that is not given another (3.10's contract: what the code was written against). ``dataclasses`` itself does
+the rest: the patch only lets its 3.11 check pass, with the real default put back on the field at once. No legacy
+decision (``zeropatch._legacy``) is taken: 3.11 refuses these classes at their definition, so code written for 3.11
+never defines one, and whatever reaches the refusal was written for an older Python. ``list`` / ``dict`` / ``set``
+defaults are refused as on 3.10.
 """
 
-from zeropatch._core import NotNeeded, Patch, Skip, warn_once
-from zeropatch._legacy import ENV_LEGACY, Tally, decide, decided
+from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch._legacy import Tally
 
-CHANGED_IN = "3.11"
 REFUSED_BY_3_10 = (list, dict, set)  # what 3.10 already refused (isinstance: subclasses too)
-OLD = "a dataclass default without __hash__ accepted and shared, as Python 3.10 (old contract)"
-NEW = "a dataclass default without __hash__ refused (Python 3.11's contract kept)"
+ACCEPTED = "a dataclass default without __hash__ accepted and shared, as Python 3.10"
 _TALLY = Tally()
 
 
@@ -47,15 +44,8 @@ def _accepting_as_3_10(get_field):
             value = held.default if isinstance(held, dataclasses.Field) else held
             if type(value).__hash__ is not None or isinstance(value, REFUSED_BY_3_10):
                 raise
-            decision = decide("python", CHANGED_IN)
-            if not decision.legacy:
-                _TALLY.count(NEW)
-                warn_once(f"python_dataclass_defaults: {cls.__qualname__}.{a_name} defaults to a "
-                          f"{type(value).__qualname__}, which has no __hash__: Python 3.11 refuses it, 3.10 shared it "
-                          f"between instances. This code is not known to be written for Python < 3.11 "
-                          f"({decision.why}); if it is, {ENV_LEGACY}=python restores 3.10's rule")
-                raise
-        _TALLY.count(OLD)
+            # no legacy decision: 3.11 refuses the class outright, so no code written for 3.11 gets here
+        _TALLY.count(ACCEPTED)
         own = a_name in vars(cls)
         if isinstance(held, dataclasses.Field):
             held.default = _Hashable()
@@ -77,8 +67,7 @@ def _accepting_as_3_10(get_field):
 
 
 def report():
-    decision = decided("python", CHANGED_IN)  # made at the first such default
-    return _TALLY.report(decision and decision.why)
+    return _TALLY.report("defaults without __hash__ accepted and shared, as Python 3.10" if _TALLY.counts else None)
 
 
 def apply(patcher, module):
@@ -91,13 +80,12 @@ def apply(patcher, module):
     if not callable(get_field) or list(inspect.signature(get_field).parameters)[:2] != ["cls", "a_name"]:
         raise Skip("dataclasses has no _get_field(cls, a_name, ...)")
     patcher.set(module, "_get_field", _accepting_as_3_10(get_field))
-    return "dataclass defaults without __hash__: 3.10's rule for code written for Python < 3.11"
+    return "dataclass defaults without __hash__: 3.10's rule (only list, dict and set refused)"
 
 
 PATCH = Patch(
     "python_dataclass_defaults",
     since="0.5.0",
-    legacy_only=("python", CHANGED_IN),
     summary="legacy code's dataclass fields may default to an instance of another dataclass (no __hash__) again, "
     "shared as on Python 3.10 (fairseq's configs)",
     package="python",

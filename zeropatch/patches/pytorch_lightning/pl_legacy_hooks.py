@@ -20,15 +20,15 @@ Changes, on 2.x, for the modules and callbacks that define them:
   callback's ``on_train_epoch_end(trainer, pl_module, outputs)`` gets the epoch's training outputs (1.4).
 - ``on_pretrain_routine_start`` / ``_end`` run when fitting starts, after set-up and before the sanity check (1.x's
   moment); ``on_keyboard_interrupt`` runs on Ctrl-C before ``on_exception``.
-- for code written for pytorch-lightning < 1.5 (its repository pins it: latent-diffusion's ``environment.yaml`` pins
-  1.4.2; or ``ZEROPATCH_LEGACY=pytorch-lightning``), ``trainer.test()`` / ``validate()`` of a module without a
-  ``test_step`` / ``validation_step`` skips the loop with 1.4's warning and returns ``[]`` (1.5 made it an error:
-  "No `test_step()` method defined to run `Trainer.test`"; latent-diffusion's ``main.py`` tests after training).
-  Code not known to be legacy gets 2.x's error. For code written for < 1.6, resuming from a checkpoint saved at an
-  epoch's end starts the next epoch, its start hooks called, as 1.5 resumed (2.x re-enters the saved epoch's end:
-  latent-diffusion's ``CUDACallback`` then fails on state its ``on_train_epoch_start`` sets; 2.0-2.5 re-run the saved
-  epoch from its last batch). The decisions are in
-  ``status`` and the job report.
+- ``trainer.test()`` / ``validate()`` of a module without a ``test_step`` / ``validation_step`` skips the loop with
+  1.4's warning and returns ``[]`` (1.5 made it an error: "No `test_step()` method defined to run `Trainer.test`";
+  latent-diffusion's ``main.py`` tests after training). No legacy decision: 1.5+ refuses the call, so no code written
+  for it makes one.
+- for code written for pytorch-lightning < 1.6 (its repository pins it: latent-diffusion's ``environment.yaml`` pins
+  1.4.2; or ``ZEROPATCH_LEGACY=pytorch-lightning``), resuming from a checkpoint saved at an epoch's end starts the
+  next epoch, its start hooks called, as 1.5 resumed (2.x re-enters the saved epoch's end: latent-diffusion's
+  ``CUDACallback`` then fails on state its ``on_train_epoch_start`` sets; 2.0-2.5 re-run the saved epoch from its last
+  batch). Code not known to be legacy keeps 2.x's resume. The decision is in ``status`` and the job report.
 """
 
 import inspect
@@ -48,7 +48,6 @@ PRETRAIN_ROUTINE = ("on_pretrain_routine_start", "on_pretrain_routine_end")
 _STATE = weakref.WeakKeyDictionary()  # trainer -> _Outputs
 _ADAPTED = weakref.WeakSet()  # callback classes whose legacy hooks are adapted already
 _PATCHERS = []  # the call module's patcher: callback classes are adapted through it, reverted with it
-STEP_REQUIRED_SINCE = "1.5"  # trainer.test() / validate() without the step: a warning and no loop before it
 RESUME_INSIDE_EPOCH_SINCE = "1.6"  # a resume at an epoch's end re-enters it; before: the next epoch starts
 _TALLY = Tally()  # what the legacy contracts did -> how often
 
@@ -208,7 +207,8 @@ def _running_stage(wrapped, trainer, args, kwargs):
 
 
 def _evaluating_as_1_4(stage, step_name):
-    """trainer.test() / validate() of a module without the step: 1.4 warned and skipped the loop (legacy code)."""
+    """trainer.test() / validate() of a module without the step: 1.4 warned and skipped the loop; 1.5+ refuses the
+    call, so no legacy decision is taken (no code written for 1.5+ makes it)."""
     def evaluate(wrapped, trainer, args, kwargs):
         from pytorch_lightning import LightningModule
         from pytorch_lightning.utilities.model_helpers import is_overridden
@@ -218,12 +218,9 @@ def _evaluating_as_1_4(stage, step_name):
         # anything but a LightningModule (a plain nn.Module, a compiled module): Lightning's own checks and errors
         if not isinstance(module, LightningModule) or is_overridden(step_name, module):
             return wrapped(*args, **kwargs)
-        decision = decide("pytorch-lightning", STEP_REQUIRED_SINCE)
-        if not decision.legacy:
-            return wrapped(*args, **kwargs)
         _TALLY.count(f"{stage} loop skipped: no {step_name} (1.4)")
         warn_once(f"pl_legacy_hooks: {type(module).__name__} has no {step_name}: skipping the {stage} loop, as "
-                  f"pytorch-lightning 1.4 did ({decision.why})")
+                  f"pytorch-lightning 1.4 did (1.5 and later refuse the call)")
         return []
 
     return evaluate
@@ -239,6 +236,8 @@ def _ended_its_epoch(loop):
 def _resuming_at_the_next_epoch(wrapped, loop, args, kwargs):
     """A resume at a saved epoch's end: 1.5 started the next epoch (its start hooks called); 2.x re-enters the saved
     epoch (2.6: its end; 2.0-2.5: from its last batch)."""
+    # legacy decision: a changed default (a resume at an epoch's end re-enters that epoch since 1.6, no longer starting
+    # the next), which code written for 1.6+ relies on
     if _ended_its_epoch(loop) and decide("pytorch-lightning", RESUME_INSIDE_EPOCH_SINCE).legacy:
         from pytorch_lightning.loops.loop import _Loop
 
@@ -252,9 +251,11 @@ def _resuming_at_the_next_epoch(wrapped, loop, args, kwargs):
 
 
 def report():
-    decisions = [decided("pytorch-lightning", since) for since in (STEP_REQUIRED_SINCE, RESUME_INSIDE_EPOCH_SINCE)]
-    notes = sorted({decision.why for decision in decisions if decision is not None})
-    return _TALLY.report("; ".join(notes) if notes else None)
+    decision = decided("pytorch-lightning", RESUME_INSIDE_EPOCH_SINCE)  # None: no resume at an epoch's end
+    if decision is not None:
+        return _TALLY.report(f"a resume at an epoch's end starts the next epoch, as 1.5: {decision.legacy} "
+                             f"({decision.why})")
+    return _TALLY.report("test() / validate() without the step skipped, as 1.4" if _TALLY.counts else None)
 
 
 def apply(patcher, module):

@@ -87,6 +87,8 @@ def _index(trainer, optimizer):
 
 
 def _counting_batches():
+    # legacy decision: a changed default (global_step counts optimizer steps since 1.6), which code written for
+    # 1.6-1.9 relies on; it only picks which 1.x count, since several optimizers (refused by 2.x) need none
     return decide("pytorch-lightning", GLOBAL_STEP_PER_OPTIMIZER_SINCE).legacy
 
 

@@ -143,6 +143,8 @@ def _written_before_5_13(code):
             _decisions[code] = (True, f"{code.co_name} also uses {', '.join(sorted(PRE_5_13_NAMES & set(code.co_names)))}, "
                                       f"gone before 5.13")
         else:
+            # legacy decision: a changed default (get_max_length() -1, not None, for no maximum since 5.13), which
+            # code written for 5.13 relies on; the removed names need none (gone, no new code reads them)
             decision = decide("transformers", MAX_LENGTH_CHANGED_IN)
             _decisions[code] = (decision.legacy, decision.why)
     return _decisions[code]

@@ -52,6 +52,8 @@ def _resolve_as_the_code_expects(wrapped, instance, args, kwargs):
                 and bound.arguments.get("hf_quantizer") is None)
     if not implicit:
         return wrapped(*args, **kwargs)
+    # legacy decision: a changed default (from_pretrained's dtype, "auto" since 5.0), which code written for 5.x
+    # relies on
     decision = decide("transformers", CHANGED_IN)
     if decision.legacy:
         _TALLY.count(OLD)

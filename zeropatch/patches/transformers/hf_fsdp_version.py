@@ -7,27 +7,49 @@ StateDictType.FULL_STATE_DICT, ...)``) fails its final save with "KeyError: None
 and a launch naming an FSDP1-only strategy (``--fsdp "hybrid_shard"``) is refused: "`fsdp=hybrid_shard` is only
 available with FSDP1".
 
-Changes: where code written for transformers < 5.10 (``zeropatch._legacy``: its repository's pin of transformers, or
-``ZEROPATCH_LEGACY``) gives ``fsdp`` the 4.x way (a string or a list of options) and its ``fsdp_config`` names no
-``version``, the config gets ``version: 1``: FSDP1, as the code was written for (transformers' own FSDP1 path, which
-5.24 still has). A version given either way is kept; ``fsdp=True`` (5.x's spelling) is left alone. For code not known
-to be legacy nothing changes, and the first such launch says once that it runs FSDP2, with the switch. The decision
-is in ``status`` and the job report.
+Changes, where ``fsdp`` is given the 4.x way (a string or a list of options) and its ``fsdp_config`` names no
+``version``: the config gets ``version: 1``, FSDP1, as the code was written for (transformers' own FSDP1 path, which
+5.24 still has),
+- for any code when the options name a sharding strategy FSDP2 refuses (``no_shard``, ``hybrid_shard``,
+  ``hybrid_shard_zero2``): 5.10 refuses that launch, so no code written for it makes one, and no legacy decision is
+  taken;
+- for ``full_shard`` / ``shard_grad_op`` (or no strategy), which 5.10 runs under FSDP2, only for code written for
+  transformers < 5.10 (``zeropatch._legacy``: its repository's pin of transformers, or ``ZEROPATCH_LEGACY``). For code
+  not known to be legacy nothing changes, and the first such launch says once that it runs FSDP2, with the switch.
+A version given either way is kept; ``fsdp=True`` (5.x's spelling) is left alone. The decision is in ``status`` and
+the job report.
 """
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once, warn_once
 from zeropatch._legacy import ENV_LEGACY, Tally, decide, decided
 
 CHANGED_IN = "5.10"
+FSDP1_ONLY = ("no_shard", "hybrid_shard", "hybrid_shard_zero2")  # strategies 5.10 refuses under FSDP2
 OLD = "--fsdp given as options: FSDP1, as transformers <= 5.9 (old contract)"
+REFUSED = "--fsdp naming an FSDP1-only strategy: FSDP1 (FSDP2 refuses it)"
 NEW = "--fsdp given as options: FSDP2 (transformers 5.10's contract kept)"
 _TALLY = Tally()  # OLD / NEW -> how many TrainingArguments each contract decided
 
 
+def _options(fsdp):
+    """The options of ``fsdp`` given the 4.x way (a string or a list of them, enum members included), lowercased."""
+    items = fsdp.split() if isinstance(fsdp, str) else list(fsdp) if isinstance(fsdp, (list, tuple)) else []
+    return [str(getattr(item, "value", item)).lower() for item in items]
+
+
 def _fsdp1_for_legacy_code(wrapped, instance, args, kwargs):
+    fsdp = args[0] if args else kwargs.get("fsdp")
     fsdp_config = args[1] if len(args) > 1 else kwargs.get("fsdp_config")
     if not isinstance(fsdp_config, dict) or "version" in fsdp_config:
         return wrapped(*args, **kwargs)
+    refused = sorted(set(_options(fsdp)) & set(FSDP1_ONLY))
+    if refused:  # no legacy decision: 5.10 refuses these strategies under FSDP2, so no code written for it gets here
+        fsdp_config["version"] = 1
+        _TALLY.count(REFUSED)
+        inform_once(f"hf_fsdp_version: --fsdp {' '.join(refused)} runs FSDP1, the only FSDP that takes it "
+                    f"(transformers >= 5.10 defaults to FSDP2, which refuses it)")
+        return wrapped(*args, **kwargs)
+    # legacy decision: a changed default (fsdp_config's version, 1 -> 2 in 5.10), which code written for 5.10 relies on
     decision = decide("transformers", CHANGED_IN)
     if decision.legacy:
         fsdp_config["version"] = 1  # the dict TrainingArguments reads its FSDP version from next
@@ -55,7 +77,7 @@ def apply(patcher, training_args):
     patcher.wrap(arguments, "_apply_legacy_fsdp_to_config", _fsdp1_for_legacy_code)
     decision = decide("transformers", CHANGED_IN)
     contract = "old contract: FSDP1" if decision.legacy else "new contract kept: FSDP2"
-    return f"--fsdp given as options: {contract} ({decision.why})"
+    return f"--fsdp naming an FSDP1-only strategy: FSDP1; other options: {contract} ({decision.why})"
 
 
 PATCH = Patch(

@@ -25,6 +25,8 @@ _TALLY = Tally()
 def _dtype_as_4x():
     import torch
 
+    # legacy decision: a changed default (the unquantized layers' dtype, float16 since 4.36), which code written for
+    # 4.36-4.57 relies on; it only picks which 4.x default, since the keywords themselves (refused by 5.x) need none
     decision = decide("transformers", FLOAT16_SINCE)
     if decision.legacy:
         return torch.get_default_dtype(), f"torch's default dtype, as transformers < 4.36 ({decision.why})"

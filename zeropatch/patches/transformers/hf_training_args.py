@@ -237,6 +237,8 @@ def _local_rank_as_4x(setup_devices):
     def set_up(arguments):
         device = setup_devices(arguments)
         state = getattr(arguments, "distributed_state", None)
+        # legacy decision: a changed default (local_rank left at -1 after device set-up since 5.0), which code
+        # written for 5.x relies on; the removed options above need none (5.x refuses them)
         if state is not None and arguments.local_rank == -1 and decide("transformers", LOCAL_RANK_UNSET_IN).legacy:
             arguments.local_rank = state.local_process_index
             _TALLY.count("local_rank set to the process's local index (4.x)")
