@@ -1,8 +1,8 @@
 """hf_load_in_8bit on the installed transformers and bitsandbytes (whose 8- and 4-bit layers run on the CPU): the
 4.x keywords load through a BitsAndBytesConfig built from them and from bitsandbytes' own keywords, through the Auto
 classes too; without a dtype the other layers load as 4.36-4.57 loaded them (float16), or as 4.x before 4.36 did
-(torch's default) for code written for those releases; False loads unquantized; a quantization_config given as well
-is refused with 4.x's message."""
+(torch's default) for code written for those releases; False loads unquantized; beside a quantization_config the
+keywords are the config's, as 4.31-4.35 took them, and bitsandbytes' own keywords are refused as 4.31 refused them."""
 
 import pytest
 
@@ -52,11 +52,17 @@ plain = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float16)
 unquantized = LlamaForCausalLM.from_pretrained(folder, load_in_8bit=False, torch_dtype=torch.float16)
 assert not getattr(unquantized, "is_quantized", False) and kinds(unquantized, bitsandbytes.nn.Linear8bitLt)[0] == 0
 assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), unquantized.state_dict().values()))
+# 4.31-4.35: beside a quantization_config the keywords are the config's (load_in_8bit=True here: a 4-bit load)
+both = LlamaForCausalLM.from_pretrained(folder, load_in_4bit=False, load_in_8bit=True, torch_dtype=torch.float32,
+                                        quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+assert both.config.quantization_config.load_in_4bit and not both.config.quantization_config.load_in_8bit
+assert kinds(both, bitsandbytes.nn.Linear4bit)[0] == 7 and kinds(both, bitsandbytes.nn.Linear8bitLt)[0] == 0
 try:
-    LlamaForCausalLM.from_pretrained(folder, load_in_8bit=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+    LlamaForCausalLM.from_pretrained(folder, load_in_4bit=True, llm_int8_threshold=5.0,
+                                     quantization_config=BitsAndBytesConfig(load_in_4bit=True))
 except ValueError as error:
-    assert "You can't pass `load_in_4bit`or `load_in_8bit` as a kwarg when passing `quantization_config`" in str(error)
+    assert "You can't pass `load_in_8bit` or any other `BitsAndBytesConfig` argument as a kwarg" in str(error)
 else:
-    raise AssertionError("load_in_8bit with a quantization_config was not refused")
+    raise AssertionError("a bitsandbytes keyword beside a quantization_config was not refused")
 print("OK")
 '''))

@@ -8,8 +8,10 @@ scripts). ``load_in_8bit=False`` (``load_in_8bit=args.load_8bit``) dies the same
 
 Changes, on transformers 5 only: a model's ``from_pretrained`` given either keyword (so through the Auto classes
 too) builds ``quantization_config=BitsAndBytesConfig(...)`` from them and from the keywords named like
-``BitsAndBytesConfig``'s parameters, as 4.x did; both False loads unquantized, as 4.x did; a ``quantization_config``
-given too is refused with 4.x's message. With no dtype given, the layers bitsandbytes does not quantize load as 4.x
+``BitsAndBytesConfig``'s parameters, as 4.x did; both False loads unquantized, as 4.x did; beside a
+``quantization_config`` the keywords are dropped and the config's own flags stand, as 4.31-4.35 took them (4.36-4.57
+refused the pair, so no code written for those releases passes it), and bitsandbytes' own keywords beside one are
+refused with 4.31's message. With no dtype given, the layers bitsandbytes does not quantize load as 4.x
 loaded them: float16 (4.36-4.57's quantizers), or torch's default dtype for code pinned before 4.36 (``_legacy``),
 where transformers 5 would take the checkpoint's dtype. The decision is in ``status`` and the job report.
 """
@@ -20,6 +22,7 @@ from zeropatch._legacy import Tally, decide, decided
 KEYWORDS = ("load_in_8bit", "load_in_4bit")
 FLOAT16_SINCE = "4.36"  # the bitsandbytes quantizers forced float16 when no dtype was given; before, torch's default
 _TALLY = Tally()
+TAKEN_OVER = object()  # the keywords beside a quantization_config: dropped, the config's flags stand
 
 
 def _dtype_as_4x():
@@ -40,14 +43,16 @@ def _bitsandbytes_config(kwargs):
     from transformers import BitsAndBytesConfig
 
     flags = {name: bool(kwargs.pop(name, False)) for name in KEYWORDS}
-    if not any(flags.values()):
-        return None
-    if kwargs.get("quantization_config") is not None:
-        raise ValueError("You can't pass `load_in_4bit`or `load_in_8bit` as a kwarg when passing "
-                         "`quantization_config` argument at the same time.")
     parameters = inspect.signature(BitsAndBytesConfig).parameters
     fields = {name for name, parameter in parameters.items() if parameter.kind is parameter.KEYWORD_ONLY
               or parameter.kind is parameter.POSITIONAL_OR_KEYWORD}
+    if kwargs.get("quantization_config") is not None:  # 4.31-4.35: the config's own flags stand (4.36 refused it)
+        if any(name in fields for name in kwargs):
+            raise ValueError("You can't pass `load_in_8bit` or any other `BitsAndBytesConfig` argument as a kwarg "
+                             "when passing `quantization_config` argument at the same time.")
+        return TAKEN_OVER
+    if not any(flags.values()):
+        return None
     given = {name: kwargs.pop(name) for name in list(kwargs) if name in fields}
     return BitsAndBytesConfig(**{**given, **flags})
 
@@ -57,6 +62,9 @@ def _quantize_from_keywords(wrapped, cls, args, kwargs):
         return wrapped(*args, **kwargs)
     kwargs = dict(kwargs)
     config = _bitsandbytes_config(kwargs)
+    if config is TAKEN_OVER:
+        _TALLY.count("load_in_8bit / load_in_4bit beside a quantization_config: the config's own, as 4.31-4.35")
+        return wrapped(*args, **kwargs)
     if config is None:
         _TALLY.count("load_in_8bit / load_in_4bit False: loaded unquantized")
         return wrapped(*args, **kwargs)
