@@ -138,3 +138,45 @@ main()
 assert zeropatch.status("hf_post_init")[0].state == "not-needed", zeropatch.status("hf_post_init")
 print("ok")
 '''))
+
+
+COPIED_GPT2 = '''
+import tempfile, torch
+from transformers import GPT2Config, PreTrainedModel
+
+class CopiedGPT2(PreTrainedModel):   # 2021-2023 model code copied from 4.x: init_weights() ends its __init__
+    config_class = GPT2Config
+    base_model_prefix = "transformer"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.wte = torch.nn.Embedding(config.vocab_size, config.n_embd)
+        self.head = torch.nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.init_weights()
+
+    def _init_weights(self, module):
+        if isinstance(module, torch.nn.Linear):
+            module.weight.data.fill_(0.5)
+
+torch.manual_seed(0)
+model = CopiedGPT2(GPT2Config(vocab_size=16, n_embd=8, n_layer=1, n_head=2))
+'''
+
+
+@needs_transformers_5
+def test_init_weights_called_inside_init_gets_the_bookkeeping_first():
+    """4.x model code calls self.init_weights() at the end of its __init__, before the outermost __init__ returns:
+    5.x's init_weights reads the tied keys post_init computes, so it dies there without zeropatch; with it, the
+    bookkeeping runs first, the model's own _init_weights initialises it, and a save / load round trip keeps it all."""
+    failed = run_python(COPIED_GPT2, env=clean_environment(ZEROPATCH="0"))
+    assert failed.returncode != 0 and "no attribute 'all_tied_weights_keys'" in failed.stderr, failed.stderr[-2000:]
+    assert_ok(run_python("import zeropatch\n" + COPIED_GPT2 + '''
+assert torch.equal(model.head.weight, torch.full_like(model.head.weight, 0.5))   # its own _init_weights ran
+with torch.no_grad():
+    model.head.weight.add_(torch.randn_like(model.head.weight))
+folder = tempfile.mkdtemp()
+model.save_pretrained(folder)
+loaded = CopiedGPT2.from_pretrained(folder)
+assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), loaded.state_dict().values()))
+print("OK")
+'''))

@@ -15,7 +15,10 @@ Breaks, transformers 5.0-5.23, for custom models written the 4.x way (Open-Sora 
 Changes:
 1. When the outermost ``__init__`` of a ``PreTrainedModel`` subclass returns without ``post_init()`` having
    run, zeropatch runs ``post_init()`` with ``init_weights()`` suppressed: bookkeeping only, no weight
-   touched (a model built directly keeps its own initialisation bit for bit).
+   touched (a model built directly keeps its own initialisation bit for bit). Model code of 2021-2023 that calls
+   ``self.init_weights()`` at the end of its own ``__init__`` (copies of 4.x's BERT / GPT-2) gets the bookkeeping
+   at that call, before it: 5.x's ``init_weights`` reads the tied keys, and died there ("'GPT2Model' object has no
+   attribute 'all_tied_weights_keys'").
 2.-3. For legacy classes (defined outside transformers and without an ``_init_weights`` of their own, so
    5.x cannot recompute anything for them): ``from_pretrained`` builds them on the real device, as 4.x did,
    keeps the non-persistent buffers their ``__init__`` computed, and initialises missing keys with
@@ -53,6 +56,14 @@ def _completing_init(owner):
             complete_post_init(instance)
 
     return init
+
+
+def _bookkeeping_first(wrapped, instance, args, kwargs):
+    """``init_weights()`` called before ``post_init()`` has run (4.x model code calls it at the end of its own
+    ``__init__``, where 5.x's reads the tied keys ``post_init`` computes): the bookkeeping first, then the call."""
+    if instance is not None and POST_INIT_MARK not in vars(instance):
+        complete_post_init(instance)
+    return wrapped(*args, **kwargs)
 
 
 def _subclasses(cls):
@@ -124,7 +135,8 @@ def apply(patcher, modeling_utils):
         raise Skip("transformers.modeling_utils has no PreTrainedModel")
     if not hasattr(base, "get_expanded_tied_weights_keys"):
         raise NotNeeded("this transformers (4.x) loads models without post_init's bookkeeping")
-    missing = [name for name in ("post_init", "initialize_weights", "named_non_persistent_buffers", *LOADING_HOOKS)
+    missing = [name for name in ("post_init", "init_weights", "initialize_weights", "named_non_persistent_buffers",
+                                 *LOADING_HOOKS)
                if not hasattr(base, name)]
     if missing or "__init_subclass__" not in vars(base) or "initialize_weights" not in vars(base):
         raise Skip(f"PreTrainedModel changed: {', '.join(missing) or '__init_subclass__ / initialize_weights'} missing")
@@ -140,6 +152,7 @@ def apply(patcher, modeling_utils):
     for existing in _subclasses(base):
         complete_subclass(existing)
     patcher.wrap(base, "__init_subclass__", on_subclass)
+    patcher.wrap(base, "init_weights", _bookkeeping_first)
     legacy = _legacy_class(base)
     patcher.wrap(base, "get_init_context", _build_on_real_device(legacy))
     patcher.wrap(base, "_move_missing_keys_from_meta_to_device", _keep_computed_buffers(legacy))
