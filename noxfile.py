@@ -29,12 +29,13 @@
 - ``peer_suites``: the libraries' own test suites with zeropatch off and on (``python3 -m nox -s peer_suites``; not CI):
   every difference is listed with its reason in compat/peer_suites/, or the run fails (tools/peer_suite.py).
 
-The pinned session leaves out the ordering matrix (tests/test_orderings.py): the ``today`` session runs its cases for a
-set of patches that covers every way of changing a library and every library patched, and the release sweep runs every
+The pinned session leaves out the ordering matrix (tests/test_orderings.py): the ``today`` session runs its cases for the
+fewest patches that change a library in every way a patch can, and the release sweep runs every
 patch's cases on each release of its stack. ``today``
 runs first and records the release of every distribution it installed (``.nox/today-releases.json``); a pinned
-session then leaves out the tests of a patch whose library it holds at that same release (tests/conftest.py), since
-``today`` just ran them: it exists for the releases ``today`` does not have. Where ``today`` never ran, a pinned session runs all.
+session then runs again only what its releases can change (tests/conftest.py, ``runs_in_a_pinned_session``): ``today``
+just ran the rest, and it exists for the releases ``today`` does not have. Where ``today`` never ran, a pinned session
+runs all.
 
 Each CI test session has a skip budget (SKIP_BUDGET): a run that skips more fails, naming what it skipped. Some install
 an old release beside their own (REFERENCES: transformers 4.49.0 in 0.4.0, torchvision 0.25.0 in today), with which
@@ -43,13 +44,15 @@ the tests compare what a patch restores, bit for bit.
 colossalai is installed with --no-deps (its metadata pins torch<=2.5.1 and transformers==4.51.3) and then only
 what its import really needs. DeepSpeed is built from source with its shared-memory communication op compiled
 at install time (DS_BUILD_SHM_COMM=1): nothing is JIT-compiled at run time, so no run reads or writes the user's
-~/.cache/torch_extensions. The CPU sessions' pinned release is built once, into a wheel under .nox/wheels, which both
-install. The CPU sessions go through tests/constraints.txt, so that no package can drag in
+~/.cache/torch_extensions. Each DeepSpeed release is built once per Python and torch release, into a wheel kept beside
+pip's cache (``wheel_cache``), which every session and later run with the same three installs. The CPU sessions go through tests/constraints.txt, so that no package can drag in
 a CUDA build of torch.
 """
 
 import glob
 import os
+import shutil
+import tempfile
 
 import nox
 
@@ -92,6 +95,10 @@ SKIP_BUDGET = {"0.4.0": 102, "today": 8}  # both: +1 the attention kernels' CUDA
 # asks for safetensors itself), +10 the tests of what transformers 4.52 to 5.13 changed for remote-code models
 # (hf_cache_legacy_api 5, hf_generation_mixin 2, hf_generate_position_ids 1, hf_generate_tuple_cache 1,
 # hf_rope_scaling 1), +2 hf_safe_serialization (4.51.3 still writes .bin itself)
+# each CI test session's share of time, in interpreter starts (tests/time_budget.py: the session's wall time over one
+# fresh `python -c "import torch"` on the same machine, so that a slow machine does not fail it); over it, the session
+# fails naming its slowest tests
+TIME_BUDGET = {"today": 1000, "0.4.0": 1000}
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit, or run one on the session's stack as a
 # legacy repository pins it (tests/conftest.py: reference_release)
@@ -114,24 +121,39 @@ DS_AOT = {"DS_BUILD_OPS": "0", "DS_BUILD_SHM_COMM": "1", "DS_ACCELERATOR": "cpu"
 BUILT_AGAINST = "import sys, torch; print(f'py{sys.version_info[0]}{sys.version_info[1]}-torch-{torch.__version__}')"
 
 
+def wheel_cache():
+    """Where DeepSpeed's builds are kept between runs: beside pip's own cache (``ZEROPATCH_CI_WHEELS`` names another).
+    A build is keyed by everything it was built against, and lands whole or not at all (built in a folder of its own,
+    then renamed), so two runs at once never see half of one."""
+    default = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "zeropatch-ci", "wheels")
+    return os.environ.get("ZEROPATCH_CI_WHEELS", default)
+
+
 def install_deepspeed(session, requirement, *pins):
-    """DeepSpeed with its CPU communication op built now, once per environment (never JIT at run time). A pinned
-    release is built once per Python and torch release, into a wheel beside the environments (.nox/wheels), which
-    the next environment with the same pair installs: the two CPU sessions share one build (80 s here)."""
+    """DeepSpeed with its CPU communication op built at install (never JIT at run time), from a wheel built once per
+    DeepSpeed, Python and torch release (``wheel_cache``): the sessions share it, and so do later runs on the machine
+    (80 s a build here)."""
     if session.run_install("python", "-c", DS_OP_BUILT, success_codes=[0, 1], silent=True) in (True, None):
         return  # built already, or nothing is installed (``-R``: the environment is reused as it is)
     session.install(*pins, "setuptools", "wheel", "ninja", "packaging", "numpy")
-    if "==" not in requirement:  # today's release: whatever the registry gives now, built in place
-        session.install("--no-build-isolation", "--no-cache-dir", "--force-reinstall", "--no-deps", requirement,
-                        env=DS_AOT)
-    else:
-        against = session.run_install("python", "-c", BUILT_AGAINST, silent=True).split()[-1]  # (after any warning)
-        folder = os.path.join(os.path.dirname(session.virtualenv.location), "wheels",
-                              f"{requirement.replace('==', '-')}-{against}")
-        if not glob.glob(os.path.join(folder, "*.whl")):
-            session.run_install("python", "-m", "pip", "wheel", "--no-build-isolation", "--no-cache-dir", "--no-deps",
-                        "--wheel-dir", folder, requirement, env=DS_AOT)
-        session.install("--force-reinstall", "--no-deps", *glob.glob(os.path.join(folder, "*.whl")))
+    sources = session.create_tmp()
+    for old in glob.glob(os.path.join(sources, "deepspeed-*.tar.gz")):
+        os.remove(old)
+    session.run_install("python", "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "deepspeed",
+                        "--dest", sources, requirement)  # the release the requirement resolves to today, as its sdist
+    sdist = glob.glob(os.path.join(sources, "deepspeed-*.tar.gz"))[0]
+    against = session.run_install("python", "-c", BUILT_AGAINST, silent=True).split()[-1]  # (after any warning)
+    folder = os.path.join(wheel_cache(), f"{os.path.basename(sdist)[:-len('.tar.gz')]}-{against}")
+    if not glob.glob(os.path.join(folder, "*.whl")):
+        os.makedirs(wheel_cache(), exist_ok=True)
+        building = tempfile.mkdtemp(prefix="building-", dir=wheel_cache())
+        session.run_install("python", "-m", "pip", "wheel", "--no-build-isolation", "--no-cache-dir", "--no-deps",
+                            "--wheel-dir", building, sdist, env=DS_AOT)
+        try:
+            os.rename(building, folder)
+        except OSError:  # another run put the same build there first
+            shutil.rmtree(building)
+    session.install("--force-reinstall", "--no-deps", *glob.glob(os.path.join(folder, "*.whl")))
     session.run_install("python", "-c", DS_OP_BUILT, silent=True)
 
 
@@ -161,7 +183,7 @@ def today_releases_file(session):
     return os.path.join(os.path.dirname(session.virtualenv.location), "today-releases.json")
 
 
-def run_suite(session, required, skip_budget, references=(), ignore=(), today_releases=""):
+def run_suite(session, required, skip_budget, time_budget, references=(), ignore=(), today_releases="", held_old=None):
     session.run("zeropatch", "status")
     # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway);
     # a worker out of tests takes the other's (no idle tail); the slowest fifteen printed, for CI's budget; the
@@ -171,7 +193,9 @@ def run_suite(session, required, skip_budget, references=(), ignore=(), today_re
                                                 *(f"--ignore={path}" for path in ignore), "tests"]),
                 env={"ZEROPATCH_TEST_REQUIRE": required, "ZEROPATCH_TEST_SKIP_BUDGET": "" if skip_budget is None else str(skip_budget),
                      "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references),
-                     "ZEROPATCH_TEST_TODAY_RELEASES": today_releases})
+                     "ZEROPATCH_TEST_TODAY_RELEASES": today_releases,
+                     "ZEROPATCH_TEST_TIME_BUDGET": "" if time_budget is None else str(time_budget),
+                     **({} if held_old is None else {"ZEROPATCH_TEST_HELD_OLD": ",".join(held_old)})})
 
 
 def install_today_targets(session):
@@ -233,29 +257,30 @@ def example(session):
 LIGHTNING_TESTS = ("tests/test_pytorch_lightning.py", "tests/test_pl_multiple_optimizers.py")
 
 
-def pinned_suite(session, colossalai, skip_budget):
+def pinned_suite(session, colossalai, skip_budget, time_budget):
     install_cpu_targets(session, colossalai)
     references = install_references(session, REFERENCES.get(colossalai, []))
     # the ordering matrix (a third of a session) runs on today's releases, and per release in the sweep; so do the
     # Lightning trainings: every session installs the same pytorch-lightning (the constraints' 2.6.6, today's). A
     # patch's own tests run here only where this session holds its library at another release than `today` did
     today = today_releases_file(session)
-    run_suite(session, REQUIRED[colossalai], skip_budget, references,
+    run_suite(session, REQUIRED[colossalai], skip_budget, time_budget, references,
               ignore=["tests/test_orderings.py", *LIGHTNING_TESTS],
-              today_releases=today if os.path.exists(today) else "")
+              today_releases=today if os.path.exists(today) else "",
+              held_old=["colossalai", *(requirement.split("==")[0] for requirement in STACKS[colossalai])])
 
 
 @nox.session
 @nox.parametrize("colossalai", ["0.4.0"])
 def tests(session, colossalai):
     """The suite on an old stack (colossalai 0.4.0 and the releases of its time), after `today`."""
-    pinned_suite(session, colossalai, SKIP_BUDGET[colossalai])
+    pinned_suite(session, colossalai, SKIP_BUDGET[colossalai], TIME_BUDGET[colossalai])
 
 
 @nox.session
 def frozen(session):
     """The suite on the stack `today` had when 0.6.0 was made (not in CI): whether a failure of `today` is drift."""
-    pinned_suite(session, "0.5.0", None)
+    pinned_suite(session, "0.5.0", None, None)
 
 
 @nox.session
@@ -263,7 +288,8 @@ def today(session):
     """The whole suite on what `pip install` gives today (unpinned), with the versions it got printed first."""
     install_today_targets(session)
     session.run("python", "-c", RECORD_RELEASES, today_releases_file(session))
-    run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"], install_references(session, REFERENCES["today"]))
+    run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"], TIME_BUDGET["today"],
+              install_references(session, REFERENCES["today"]))
 
 
 SWEEP_BASES = {  # stack -> what its environment holds besides the releases tools/sweep.py installs one by one

@@ -16,6 +16,7 @@ on a CPU) with ZEROPATCH_TEST_GPUS=1, which leaves the GPUs visible.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -41,16 +42,40 @@ if os.environ.get("ZEROPATCH_TEST_GPUS") != "1":
     os.environ.update(CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")  # before torch is imported here or anywhere below
 
 
+_time_budget = []  # the controller's TimeBudget, where the session has a share (tests/time_budget.py)
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("ZEROPATCH_TEST_TIME_BUDGET") and not hasattr(session.config, "workerinput"):
+        from time_budget import TimeBudget
+
+        _time_budget.append(TimeBudget(os.environ["ZEROPATCH_TEST_TIME_BUDGET"], clean_environment()))
+
+
+def pytest_runtest_logreport(report):
+    for budget in _time_budget:
+        budget.record(report)
+
+
 def pytest_sessionfinish(session):
+    for server in _warm["servers"].values():
+        server.close()
     shutil.rmtree(SESSION_FOLDER, ignore_errors=True)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     over_budget = skips_over_budget(session.config)
     if over_budget:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(over_budget, red=True)
+        reporter.write_line(over_budget, red=True)
+    for budget in _time_budget:
+        if budget.report(reporter.write_line if reporter else lambda line, **_: print(line)):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 TESTED_LIBRARY = {  # files not named after a patch, and tests about another library than their file's patch
     "test_colossalai": "colossalai", "test_hf_local_rank": "transformers"}
+# tests of zeropatch itself that read what the installed releases have (which patches apply, put names back, provide
+# modules; what the API history records as gone): a pinned session runs them on its releases too
+READS_THE_INSTALLED_RELEASES = ("test_put_back", "test_provided_modules", "test_history")
 
 
 def tested_library(item, packages):
@@ -65,10 +90,31 @@ def tested_library(item, packages):
     return TESTED_LIBRARY.get(f"{stem}::{item.originalname}", by_file)
 
 
+def runs_in_a_pinned_session(item, library, release, today_release, held_old):
+    """Whether a pinned session runs ``item`` (``library``: what ``tested_library`` says; ``release`` here, None where
+    the session lacks it; ``today_release``: `today`'s; ``held_old``: the distributions the session holds at old
+    releases on purpose, or None for all that differ). `today` ran every test on the same code; a pinned session runs
+    again what its releases can change: every repro whose library it holds at another release (the patch must be
+    not-needed there, or fixes the old release's own failure); a patch's other tests where it holds the patch's library
+    at an old release on purpose, or lacks it (a patch may provide it); and the tests of zeropatch itself that read
+    the installed releases."""
+    if library is None:
+        return Path(str(item.fspath)).stem in READS_THE_INSTALLED_RELEASES
+    if library == "python":
+        return False  # the sessions share one interpreter
+    if release is None:
+        return True
+    if release == today_release:
+        return False
+    return item.originalname == "test_repro_fails_without_the_patch_and_passes_with_it" or held_old is None or \
+        library in held_old
+
+
 def pytest_collection_modifyitems(config, items):
     """A pinned session (noxfile.py) exists for the releases it holds that `today` does not. Given the releases the
-    `today` session installed (ZEROPATCH_TEST_TODAY_RELEASES), it leaves out the tests of a patch whose library it
-    holds at that same release: `today` ran them (a library it lacks still runs here: a patch may provide it)."""
+    `today` session installed (ZEROPATCH_TEST_TODAY_RELEASES) and the distributions the session holds at old releases
+    on purpose (ZEROPATCH_TEST_HELD_OLD), it leaves out what `today` ran and its releases cannot change
+    (``runs_in_a_pinned_session``)."""
     path = os.environ.get("ZEROPATCH_TEST_TODAY_RELEASES")
     if not path:
         return
@@ -79,15 +125,18 @@ def pytest_collection_modifyitems(config, items):
 
     with open(path) as file:
         today = json.load(file)
+    held_old = os.environ.get("ZEROPATCH_TEST_HELD_OLD")
+    held_old = None if held_old is None else set(held_old.split(","))
     packages = {declaration["name"]: declaration["package"] for _, declaration in PATCHES}
     kept, left_out = [], []
     for item in items:
         library = tested_library(item, packages)
         try:
-            same = library is not None and importlib.metadata.version(library) == today.get(library)
+            release = None if library is None else importlib.metadata.version(library)
         except importlib.metadata.PackageNotFoundError:
-            same = False
-        (left_out if same else kept).append(item)
+            release = None
+        runs = runs_in_a_pinned_session(item, library, release, today.get(library), held_old)
+        (kept if runs else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
@@ -155,7 +204,51 @@ def _finish(process, step, timeout, hung):
         return out, err
 
 
+# Cases run in a fork of a warm interpreter that imported these already (tests/forkserver.py), where they can: a case
+# whose code names transformers in the one that imported its Trainer too, the others in torch's.
+# ZEROPATCH_TEST_WARM=0 starts every case in a real interpreter, a test marked ``fresh_interpreter`` its own cases
+WARM_SERVERS = {"torch": ("torch",), "transformers": ("torch", "transformers.trainer")}
+_warm = {"servers": {}, "fresh_only": False}
+
+
+def pytest_runtest_setup(item):
+    _warm["fresh_only"] = item.get_closest_marker("fresh_interpreter") is not None
+
+
+def _case_source(argv):
+    if argv[1] == "-c":
+        return argv[2] if len(argv) > 2 else ""
+    try:
+        with open(argv[1], errors="replace") as script:
+            return script.read()
+    except OSError:
+        return ""
+
+
+def _warm_interpreter(argv, env):
+    """The warm interpreter that can run ``argv`` in ``env``, started on first use; None where a case needs a real one."""
+    import forkserver
+
+    if _warm["fresh_only"] or os.environ.get("ZEROPATCH_TEST_WARM") == "0" or argv[0] != sys.executable or \
+            len(argv) < 2:
+        return None
+    kind = "transformers" if re.search(r"\btransformers\b", _case_source(argv)) else "torch"
+    if not all(installed(module.split(".")[0]) for module in WARM_SERVERS[kind]):
+        kind = "torch"
+        if not installed("torch"):
+            return None
+    server = _warm["servers"].get(kind)
+    if server is None or not server.alive():
+        server = _warm["servers"][kind] = forkserver.WarmInterpreter(WARM_SERVERS[kind], clean_environment(),
+                                                                     TEMPORARY)
+    return server if forkserver.can_serve(argv[1:], env, server.env) else None
+
+
 def _start(command, env, cwd):
+    argv = [str(part) for part in command]
+    warm = _warm_interpreter(argv, env)
+    if warm is not None:
+        return warm.start(argv[1:], env, cwd)
     return subprocess.Popen([str(part) for part in command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 

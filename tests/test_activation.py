@@ -12,6 +12,8 @@ import pytest
 
 from conftest import ROOT, assert_ok, clean_environment, required_targets, requires, run_command, run_python
 
+pytestmark = pytest.mark.fresh_interpreter  # activation at a real interpreter's start-up
+
 PTH = Path(sysconfig.get_paths()["purelib"]) / "zeropatch_startup.pth"
 PG_REPRO = ROOT / "patches" / "pg_deepcopy" / "repro.py"
 ZEROPATCH_RUN = [sys.executable, "-m", "zeropatch", "run"]

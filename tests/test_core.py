@@ -9,6 +9,8 @@ import pytest
 
 from conftest import CAPTURE_ZEROPATCH_LOG, ROOT, assert_ok, clean_environment, requires, run_command, run_python
 
+pytestmark = pytest.mark.fresh_interpreter  # the core's laziness and hooks: what happens before a target is imported
+
 SAMPLE_TARGET = '''
 def greet():
     return "old"

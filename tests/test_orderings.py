@@ -5,17 +5,20 @@ failure injected half-way through `apply`, which must leave nothing changed. Aft
 (a small check per patch) and `status()` is true: `applied` exactly when every change the patch made is in place,
 and after `uninstall` every original is back, by identity.
 
-The test sessions run the per-patch cases for COVER, patches chosen so that every way of changing a library (the
-Patcher methods a patch's module calls, and whether it provides modules) and every library patched is among them; the
-release sweep runs every patch's cases on each release of its stack (tools/sweep.py, by node id), and the other
-patches' cases carry the ``release_sweep`` mark, which the test sessions leave out (on two workers the matrix takes
-148 s instead of 404 s)."""
+The test sessions run the per-patch cases for COVER, the fewest patches that between them change a library in every
+way a patch can (each Patcher method, and providing a module): the orderings are the Patcher's and the import
+watcher's, the same code for every patch. The release sweep runs every patch's cases on each release of its stack
+(tools/sweep.py, by node id), and the other patches' cases carry the ``release_sweep`` mark, which the test sessions
+leave out. Every patch's repro runs in the test sessions under a real ``zeropatch run`` (zeropatch before the target).
+"""
 
 import re
 
 import pytest
 
 from conftest import ROOT, assert_ok, clean_environment, installed, required_targets, run_python
+
+pytestmark = pytest.mark.fresh_interpreter  # the orderings are the point: every case starts a real interpreter
 
 LEGACY_EMA = ROOT / "patches" / "param_store"
 SINGLE_RANK = 'os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="0")'
@@ -229,33 +232,32 @@ NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffuse
 PROVIDED_PACKAGES = ("xformers", "flash_attn", "distutils")  # whole packages provided: no parent exists before
 
 
-def _ways_and_libraries():
-    """patch -> (how its module changes a library: the Patcher methods it calls and whether it provides modules, its
-    library), read from the declarations and the patch sources."""
+def _ways():
+    """patch -> the ways its module changes a library: each Patcher method it calls, and whether it provides modules
+    (read from the declarations and the patch sources)."""
     from zeropatch._index import PATCHES
 
     declared = {declaration["name"]: declaration for _, declaration in PATCHES}
     found = {}
     for path in sorted((ROOT / "zeropatch" / "patches").glob("*/*.py")):
         if path.stem in declared:
-            methods = tuple(sorted(set(re.findall(r"patcher\.(\w+)\(", path.read_text()))))
-            found[path.stem] = ((methods, bool(declared[path.stem]["provides"])), declared[path.stem]["package"])
+            methods = set(re.findall(r"patcher\.(\w+)\(", path.read_text()))
+            found[path.stem] = {*methods, "provides a module" if declared[path.stem]["provides"] else "in place"}
     return found
 
 
 def _cover(found):
-    """The fewest patches, chosen greedily in name order, that hold every way and every library of ``found``."""
-    ways, libraries = {way for way, _ in found.values()}, {library for _, library in found.values()}
+    """The fewest patches, chosen greedily in name order, that hold every way of ``found`` between them."""
+    ways = set().union(*found.values())
     chosen = []
-    while ways or libraries:
-        best = max(sorted(found), key=lambda name: (found[name][0] in ways) + (found[name][1] in libraries))
+    while ways:
+        best = max(sorted(found), key=lambda name: len(found[name] & ways))
         chosen.append(best)
-        ways.discard(found[best][0])
-        libraries.discard(found[best][1])
+        ways -= found[best]
     return set(chosen)
 
 
-COVER = _cover(_ways_and_libraries())
+COVER = _cover(_ways())
 PER_PATCH = [name if name in COVER else pytest.param(name, marks=pytest.mark.release_sweep) for name in CASES]
 
 HELPERS = f'''
@@ -430,6 +432,63 @@ for key, owner in owners.items():
 works(check)
 print(name, "rolled back", len(calls) - 1, "changes")
 ''', env=environment(), step=f"{name}: target first, then an injected failure"))
+
+
+# patch -> (modules needed, the library imported first, which imports the target, and the legacy line; what the line
+# fails with where nothing answers it). peft imports transformers.processing_utils, whose direct_transformers_import
+# runs transformers/__init__.py again: a new lazy top-level module replaces the one imported and patched
+LIBRARY_FIRST = {
+    "moved_names": (("peft", "transformers"), "peft", "from transformers import CLIPFeatureExtractor",
+                    "cannot import name 'CLIPFeatureExtractor'"),
+}
+
+
+@pytest.mark.parametrize("name", list(LIBRARY_FIRST))
+def test_a_library_that_imports_the_target_first(name):
+    """zeropatch activated, then a library that imports the target (and may put another module object in its place)
+    before the legacy line: the line fails without zeropatch and works with it, on the module objects old and new;
+    what is answered stays out of dir() and pickles by reference; uninstall reverts every change and the line fails
+    again; install answers it again."""
+    needs, library, line, failure = LIBRARY_FIRST[name]
+    if any(not installed(module) for module in needs):
+        pytest.skip(f"not installed: {', '.join(module for module in needs if not installed(module))}")
+    code = f"import {library}\n{line}\nprint('imported')"
+    plain = run_python(code, env=clean_environment(ZEROPATCH="0"), step=f"{name}: {library} first, zeropatch off")
+    if plain.returncode == 0:
+        pytest.skip(f"the installed release still has what {line!r} imports")
+    assert failure in plain.stderr and "ImportError" in plain.stderr, plain.stderr
+    target = line.split()[1]
+    asked = line.split()[-1]
+    assert_ok(run_python(HELPERS + f'''
+import pickle
+import zeropatch
+name, line, target, asked = {name!r}, {line!r}, {target!r}, {asked!r}
+import {library}
+exec(line, {{}})
+holders = [sys.modules[target]] + [owner for owner, _, _, _ in changes(name)   # and the object the patch changed
+                                   if isinstance(owner, type(sys)) and owner.__name__ == target]
+for holder in {{id(one): one for one in holders}}.values():
+    value = getattr(holder, asked)               # whichever object code holds answers
+    assert asked not in dir(holder) and asked not in vars(holder), holder
+    assert value.__module__.split(".")[0] == target.split(".")[0], value.__module__
+    assert pickle.loads(pickle.dumps(value)) is value
+state = truth(name)
+assert state == "applied", state
+recorded = changes(name)
+zeropatch.uninstall(name)
+assert truth(name) == "disabled"
+assert_reverted(recorded)
+try:
+    exec(line, {{}})
+except ImportError as error:
+    assert asked in str(error), error
+else:
+    raise AssertionError(f"{{line!r}} still works after uninstall")
+zeropatch.install(name)
+exec(line, {{}})
+assert truth(name) == state
+print(name, state, "with", {library!r}, "first")
+''', env=dict(environment(), ZEROPATCH=name), step=f"{name}: {library} first"))
 
 
 SAME_PLACE = {  # two patches on the same target module or class

@@ -135,6 +135,7 @@ print("ok")
 ''' % (VERSIONS,)))
 
 
+@pytest.mark.fresh_interpreter  # torch imports the standard distutils where the interpreter has it
 def test_where_the_interpreter_lacks_them_they_are_provided_listed_and_pickled():
     # setuptools' start-up shim off (SETUPTOOLS_USE_DISTUTILS=stdlib), as in a Python 3.12 venv without setuptools
     assert_ok(run_python(HIDE_STDLIB + GONE + '''
