@@ -114,7 +114,8 @@ def run_main(argv, pythonpath):
     extra = [entry for entry in pythonpath.split(os.pathsep) if entry]
     script = argv[0] != "-c"
     first = os.path.dirname(os.path.abspath(argv[0])) if script else ""
-    sys.path[:] = [first, *extra, *(entry for entry in sys.path[1:] if entry not in extra)]
+    kept = [entry for entry in sys.path[1:] if entry not in extra and entry not in SERVERS_OWN]  # (the server's
+    sys.path[:] = [first, *extra, *kept]  # PYTHONPATH is the server's, not the case's)
     sys.argv = list(argv) if script else ["-c", *argv[2:]]
     sys.orig_argv = [sys.executable, *argv]
     main = types.ModuleType("__main__")
@@ -289,6 +290,7 @@ class WarmCase:
 
 
 if __name__ == "__main__":
+    SERVERS_OWN = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
     for module in sys.argv[1:]:
         __import__(module)
     answer("ready")

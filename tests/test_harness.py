@@ -2,6 +2,7 @@
 interpreter would (argv, __main__, sys.path, working folder, environment, exit codes, tracebacks, the exit sequence),
 compared here with a real one case by case; and what a pinned session runs again (tests/conftest.py)."""
 
+import os
 import sys
 from types import SimpleNamespace
 
@@ -79,3 +80,12 @@ def test_a_pinned_session_runs_again_what_its_releases_can_change():
     assert not runs_in_a_pinned_session(case("tests/test_scan.py"), None, None, None, held_old)
     assert runs_in_a_pinned_session(case("tests/test_put_back.py"), None, None, None, held_old)
     assert not runs_in_a_pinned_session(case("tests/test_python_x.py"), "python", None, None, held_old)
+
+
+def test_a_case_s_pythonpath_is_its_own(monkeypatch, tmp_path):
+    """The case's PYTHONPATH comes after its script's folder, and replaces (never adds to) the server's."""
+    env = clean_environment(PYTHONPATH=tmp_path)
+    real, warm = both_ways(monkeypatch, lambda: run_python(
+        "import os, sys; print(sys.path[:2], [entry for entry in sys.path[2:] if entry in os.environ['OTHER']])",
+        env=dict(env, OTHER=os.environ.get("PYTHONPATH", "-"))))
+    assert real.stdout == warm.stdout == f"['', {str(tmp_path)!r}] []\n", (real, warm)

@@ -74,3 +74,30 @@ def test_a_declared_release_decides_as_a_pin_of_it(declared, changed_in, legacy,
     assert_ok(result)
     assert result.stdout.splitlines() == [str(legacy), f"ZEROPATCH_LEGACY {why}"], result.stdout
     assert "no installed distribution" not in result.stderr, result.stderr
+
+
+def test_a_console_script_is_decided_by_the_repository_of_the_code_it_runs(tmp_path):
+    """A repository installed editable and launched through its entry point (``tool-train``, a script the installer
+    wrote into the environment's bin/): the decision is its repository's pins, as `check` reads them, not the folder of
+    the console script."""
+    import sys
+
+    from conftest import run_command
+
+    repository = tmp_path / "tool"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "requirements.txt").write_text("transformers==4.31.0\n")
+    (repository / "tool").mkdir()
+    (repository / "tool" / "__init__.py").write_text("")
+    (repository / "tool" / "train.py").write_text(
+        "def main():\n    from zeropatch._legacy import decide\n    decision = decide('transformers', '5.0')\n"
+        "    print(decision.legacy, decision.why)\n")
+    (tmp_path / "bin").mkdir()
+    script = tmp_path / "bin" / "tool-train"
+    script.write_text(f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom tool.train import main\n"
+                      "if __name__ == '__main__':\n    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+                      "    sys.exit(main())\n")
+    result = run_command([sys.executable, str(script)], env=clean_environment(PYTHONPATH=repository), cwd=tmp_path)
+    assert_ok(result)
+    assert result.stdout.startswith("True ") and "requirements.txt pins 'transformers==4.31.0'" in result.stdout, \
+        result.stdout

@@ -5,8 +5,9 @@ The decision, for one distribution and the release that changed the contract:
 1. ``ZEROPATCH_LEGACY`` declares it: ``transformers,numpy`` (written for releases before the change), ``all``,
    ``-transformers`` (written for the new contract; also wins over ``all``), or a release as a pin writes it,
    ``transformers==4.40.2`` / ``transformers<5`` (legacy for the changes after it, as a pin below).
-2. Otherwise the pins of the repository the main script lives in: from the script's folder (``sys.argv[0]``; the
-   working folder for ``python -c`` and the interactive interpreter) up to the repository's root (the folder with
+2. Otherwise the pins of the repository the main script lives in: from the script's folder (``sys.argv[0]``; for a
+   console script an installer wrote, the folder of the module it runs; the working folder for ``python -c`` and the
+   interactive interpreter) up to the repository's root (the folder with
    ``.git``), the first folder whose requirements*.txt, setup.py, setup.cfg, pyproject.toml or environment.yml pins
    the distribution. The lowest release the pin admits (``==4.28.1``, ``>=4.28.1``, ``~=4.28``, conda's
    ``=4.28.1``) is the release the code was written for; a pin with only an upper bound (``<5``) says "below it".
@@ -139,8 +140,26 @@ def _written_for(source, pin, lowest, below, distribution, changed, changed_text
     return Decision(legacy, f"{where}: {written}, {before} {distribution} {changed_text}")
 
 
+_CONSOLE_SCRIPT = re.compile(r"^from ([\w.]+) import \w+\s*$", re.M)  # what an installer writes for an entry point
+
+
 def _script_folder():
     script = sys.argv[0] if getattr(sys, "argv", None) else ""
     if script and script not in ("-c", "-m") and os.path.isfile(script):
-        return os.path.dirname(os.path.abspath(script))
+        return _code_folder(os.path.abspath(script))
     return os.getcwd()
+
+
+def _code_folder(script):
+    """The folder of the code a script runs: its own, or for a console script an installer wrote for an entry point
+    (``tool-train``: ``from tool.train import main`` ... ``sys.exit(main())``, in the environment's ``bin/``) the folder
+    of that module, imported by then: the repository that holds it (an editable install's project) has the pins."""
+    folder = os.path.dirname(script)
+    try:
+        with open(script, errors="replace") as file:
+            head = file.read(4096)
+    except OSError:
+        return folder
+    found = _CONSOLE_SCRIPT.search(head) if head.startswith("#!") and "sys.exit(" in head else None
+    path = getattr(sys.modules.get(found.group(1)) if found else None, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) if path else folder
