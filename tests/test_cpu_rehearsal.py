@@ -442,3 +442,46 @@ def test_explain_names_the_rehearsal_for_a_gpu_only_script():
                           "AssertionError: Training currently requires at least one GPU."], env=clean_environment())
     assert_ok(result)
     assert result.stdout.startswith("cpu_rehearsal:") and "zeropatch run --cpu --" in result.stdout, result.stdout
+
+
+FABRIC_SCRIPT = '''
+import sys, torch
+from lightning_fabric import Fabric
+fabric = Fabric(accelerator="cuda", devices=int(sys.argv[1]), strategy="ddp" if sys.argv[1] == "2" else "auto")
+fabric.launch()
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model, optimizer = fabric.setup(model, optimizer)
+for step in range(2):
+    loss = model(torch.ones(2, 4, device=fabric.device)).pow(2).mean()
+    fabric.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+fabric.save(sys.argv[2], {"model": model, "optimizer": optimizer, "step": 2})
+state = {"model": model, "optimizer": optimizer, "step": 0}
+fabric.load(sys.argv[2], state)
+print(f"rank {fabric.global_rank} of {fabric.world_size} on {fabric.device.type}: resumed at step {state['step']}")
+'''
+
+
+@requires("lightning_fabric")
+@pytest.mark.parametrize("devices", [1, 2])
+def test_a_fabric_asked_for_cuda_trains_saves_and_resumes_on_cpu_processes(tmp_path, devices):
+    """lightning's Fabric(accelerator="cuda", devices=N), as 2023 launchers built it: without the rehearsal Lightning
+    refuses the machine; with it, N CPU processes (Fabric's own launcher starts the others, which `zeropatch run`
+    patches too) train two steps, save and resume."""
+    script = tmp_path / "fabric_train.py"
+    script.write_text(FABRIC_SCRIPT)
+    arguments = [str(script), str(devices), str(tmp_path / "checkpoint.ckpt")]
+    if devices == 1:
+        plain = run_command([sys.executable, *arguments], env=clean_environment())
+        assert plain.returncode != 0 and "CUDAAccelerator" in plain.stderr and "not available" in plain.stderr, \
+            plain.stderr[-2000:]
+    report = tmp_path / "report.json"
+    result = run_command(REHEARSE + [sys.executable, *arguments], env=clean_environment(ZEROPATCH_REPORT=report),
+                         step=f"a Fabric of {devices} rehearsed")
+    assert_ok(result)
+    for rank in range(devices):
+        assert f"rank {rank} of {devices} on cpu: resumed at step 2" in result.stdout, result.stdout
+    assert any("lightning_fabric: accelerator='cuda'" in what for what in mapped(report)), mapped(report)

@@ -218,7 +218,7 @@ CASES = {
                        "import pytorch_lightning.loggers as loggers; assert loggers.TensorBoardLogger", False),
     "cpu_rehearsal": (("torch", "accelerate", "transformers", "pytorch_lightning"),
                       ("torch", "accelerate.state", "transformers.models.t5.modeling_t5", "transformers.training_args",
-                       "pytorch_lightning.trainer.connectors.accelerator_connector",
+                       "pytorch_lightning.trainer.connectors.accelerator_connector", "lightning_fabric.connector",
                        "torch.distributed.fsdp.fully_sharded_data_parallel", "transformers.modeling_utils"),
                       "import torch; assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).device.type == 'cpu'", False),
 }

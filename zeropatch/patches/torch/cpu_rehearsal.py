@@ -26,8 +26,8 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   ColossalAI runs on the CPU (``colossalai_cpu`` comes with this patch). Without apex, T5's layer norm is a
   ``FusedRMSNorm`` of the same arithmetic, weights and keys, as apex would have made it on the GPU. The Trainer's
   ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls. A Lightning
-  Trainer asked for GPUs (``accelerator="gpu"``, 1.x's ``gpus="0,1"``) trains with as many CPU processes, its strategy
-  (DDP) over gloo.
+  Trainer or Fabric asked for GPUs (``accelerator="gpu"`` / ``"cuda"``, 1.x's ``gpus="0,1"``; pytorch_lightning,
+  lightning_fabric and the unified lightning package) trains with as many CPU processes, its strategy (DDP) over gloo.
 No part of it starts on a machine with a real GPU (CUDA or ROCm) unless asked (``zeropatch run --cpu``); it reports
 at exit what it mapped. A rehearsal proves the script runs end to end, not its speed, memory or GPU kernels.
 """
@@ -47,6 +47,11 @@ ACCELERATE_STATE = "accelerate.state"
 T5_MODULE = "transformers.models.t5.modeling_t5"
 TRAINING_ARGS = "transformers.training_args"
 LIGHTNING_CONNECTOR = "pytorch_lightning.trainer.connectors.accelerator_connector"
+# module -> the class that takes a Trainer's or Fabric's accelerator and devices: Lightning's Trainer, and Fabric,
+# each standalone (pytorch_lightning, lightning_fabric) and in the unified lightning package
+LIGHTNING_CONNECTORS = {LIGHTNING_CONNECTOR: "_AcceleratorConnector",
+                        "lightning.pytorch.trainer.connectors.accelerator_connector": "_AcceleratorConnector",
+                        "lightning_fabric.connector": "_Connector", "lightning.fabric.connector": "_Connector"}
 FSDP1_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
 MODELING_UTILS = "transformers.modeling_utils"
 GPU_ACCELERATORS = ("gpu", "cuda")
@@ -200,11 +205,13 @@ def _device_count(devices):
 
 
 def _on_lightning(patcher, connector):
-    """A Lightning Trainer asked for GPUs (accelerator="gpu" / "cuda", 1.x's gpus=) runs as many processes on the CPU,
-    with the strategy it asked for (DDP over gloo); Lightning turns 16-bit mixed precision into bfloat16 there."""
-    owner = getattr(connector, "_AcceleratorConnector", None)
+    """A Lightning Trainer or Fabric asked for GPUs (accelerator="gpu" / "cuda", 1.x's gpus=) runs as many processes
+    on the CPU, with the strategy it asked for (DDP over gloo); Lightning turns 16-bit mixed precision into bfloat16
+    there."""
+    name = LIGHTNING_CONNECTORS[connector.__name__]
+    owner = getattr(connector, name, None)
     if owner is None:
-        raise Skip(f"{LIGHTNING_CONNECTOR} has no _AcceleratorConnector")
+        raise Skip(f"{connector.__name__} has no {name}")
     import inspect
 
     signature = inspect.signature(owner.__init__)
@@ -217,16 +224,17 @@ def _on_lightning(patcher, connector):
         if isinstance(accelerator, str) and accelerator.lower() in GPU_ACCELERATORS:
             devices = _device_count(bound.arguments.get("devices", "auto"))
             bound.arguments["accelerator"], bound.arguments["devices"] = "cpu", devices
-            count(f"pytorch_lightning: accelerator={accelerator!r} -> {devices} CPU process(es)")
+            count(f"{connector.__name__.split('.')[0]}: accelerator={accelerator!r} -> {devices} CPU process(es)")
         return wrapped(*bound.args[1:], **bound.kwargs)
 
     patcher.wrap(owner, "__init__", gpus_on_the_cpu)
-    return "a Lightning Trainer asked for GPUs trains with as many CPU processes"
+    what = "Fabric" if name == "_Connector" else "Trainer"
+    return f"a Lightning {what} asked for GPUs trains with as many CPU processes"
 
 
 def apply(patcher, module):
     _stay_off_where_a_gpu_is()
-    if module.__name__ == LIGHTNING_CONNECTOR:
+    if module.__name__ in LIGHTNING_CONNECTORS:
         return _on_lightning(patcher, module)
     if module.__name__ == ACCELERATE_STATE:
         return _on_accelerate(patcher, module)
@@ -248,7 +256,7 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, LIGHTNING_CONNECTOR, FSDP1_MODULE, MODELING_UTILS),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, *LIGHTNING_CONNECTORS, FSDP1_MODULE, MODELING_UTILS),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),
