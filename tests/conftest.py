@@ -67,6 +67,8 @@ def pytest_sessionfinish(session):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter.write_line(over_budget, red=True)
     for budget in _time_budget:
+        if reporter:
+            reporter.ensure_newline()
         if budget.report(reporter.write_line if reporter else lambda line, **_: print(line)):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -15,7 +15,8 @@ imported), and anything but ``python -c`` or ``python SCRIPT``. The one thing ev
 imported before zeropatch, which is the "target first" order that every patch supports (the ordering matrix checks it;
 the repros, run under a real ``zeropatch run``, check the other order for every patch).
 
-Run as ``python forkserver.py MODULE ...``: it imports the modules, says ``ready``, then reads one JSON request a line
+Run as ``python forkserver.py FD MODULE ...``: it imports the modules, says ``ready`` on the file descriptor FD (a
+pipe of the answers' own: what the libraries print goes to the server's stdout, a log), then reads one JSON request a line
 on stdin (``id``, ``argv`` (after the interpreter), ``env``, ``cwd``, ``stdout``, ``stderr``: file paths) and answers
 ``started ID PID`` at once and ``exit PID CODE`` when the child ends (CODE as ``Popen.returncode``: minus the signal's
 number for a killed child). It ends when its stdin closes.
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import threading
 
-ANSWERS = 1  # the file descriptor the answers go to (stdout; the children's own streams are files)
+ANSWERS = None  # the file descriptor the answers go to: a pipe of their own (what the libraries print goes to a log)
 
 
 def answer(line):
@@ -73,6 +74,7 @@ def serve():
 def become_the_case(request):
     code = 1
     try:
+        os.close(ANSWERS)  # the case never writes there (and a server that died closes it for good)
         os.setpgid(0, 0)
         take_the_streams(request)
         os.environ.clear()
@@ -192,13 +194,23 @@ class WarmInterpreter:
 
     def __init__(self, preload, env, folder):
         self.env, self.folder, self.cases = env, folder, 0
-        self.server = subprocess.Popen([sys.executable, os.path.abspath(__file__), *preload], env=env,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        self.log = os.path.join(folder, f"warm-{os.getpid()}-{'-'.join(preload)}.log")  # what the server printed
+        self.answers, answers = os.pipe()
+        with open(self.log, "wb") as log:
+            self.server = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(answers), *preload],
+                                           env=env, stdin=subprocess.PIPE, stdout=log, stderr=log, pass_fds=(answers,),
+                                           start_new_session=True)
+        os.close(answers)
         self.pending, self.started, self.exited, self.lock = b"", {}, {}, threading.Lock()
         ready = self.read(STARTED_IN, lambda: "ready" in self.started)
         if not ready:
             self.close()
-            raise RuntimeError(f"the warm interpreter did not start within {STARTED_IN} s (preloading {preload})")
+            raise RuntimeError(f"the warm interpreter did not start within {STARTED_IN} s (preloading {preload}); "
+                               f"it printed:\n{self.printed()}")
+
+    def printed(self):
+        with open(self.log, errors="replace") as log:
+            return log.read()[-3000:]
 
     def alive(self):
         return self.server.poll() is None
@@ -214,18 +226,18 @@ class WarmInterpreter:
             with self.lock:
                 if done():
                     return True
-                while select.select([self.server.stdout], [], [], 0)[0]:
-                    self.take(os.read(self.server.stdout.fileno(), 1 << 16))
+                while select.select([self.answers], [], [], 0)[0]:
+                    self.take(os.read(self.answers, 1 << 16))
                 if done():
                     return True
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False
-            select.select([self.server.stdout], [], [], 0.05 if left is None else min(left, 0.05))
+            select.select([self.answers], [], [], 0.05 if left is None else min(left, 0.05))
 
     def take(self, chunk):
         if not chunk:
-            raise RuntimeError(f"the warm interpreter ended (exit {self.server.wait()})")
+            raise RuntimeError(f"the warm interpreter ended (exit {self.server.wait()}); it printed:\n{self.printed()}")
         self.pending += chunk
         while b"\n" in self.pending:
             line, self.pending = self.pending.split(b"\n", 1)
@@ -259,6 +271,7 @@ class WarmInterpreter:
         except ProcessLookupError:
             pass
         self.server.wait()
+        os.close(self.answers)
 
 
 class WarmCase:
@@ -290,8 +303,9 @@ class WarmCase:
 
 
 if __name__ == "__main__":
+    ANSWERS = int(sys.argv[1])
     SERVERS_OWN = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
-    for module in sys.argv[1:]:
+    for module in sys.argv[2:]:
         __import__(module)
     answer("ready")
     serve()
