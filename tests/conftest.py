@@ -210,6 +210,9 @@ def _finish(process, step, timeout, hung):
 # whose code names transformers in the one that imported its Trainer too, the others in torch's.
 # ZEROPATCH_TEST_WARM=0 starts every case in a real interpreter, a test marked ``fresh_interpreter`` its own cases
 WARM_SERVERS = {"torch": ("torch",), "transformers": ("torch", "transformers.trainer")}
+# a case that sets environment variables before its imports (HF_HOME, offline modes): a real interpreter where it sets
+# one a preloaded library reads at import, else torch's server (transformers' Trainer imports datasets and the hub)
+WRITES_THE_ENVIRONMENT = re.compile(r"os\.environ(\[[^]]*\]\s*=[^=]|\.update|\.setdefault)|putenv")
 _warm = {"servers": {}, "fresh_only": False}
 
 
@@ -234,7 +237,13 @@ def _warm_interpreter(argv, env):
     if _warm["fresh_only"] or os.environ.get("ZEROPATCH_TEST_WARM") == "0" or argv[0] != sys.executable or \
             len(argv) < 2:
         return None
-    kind = "transformers" if re.search(r"\btransformers\b", _case_source(argv)) else "torch"
+    source = _case_source(argv)
+    if WRITES_THE_ENVIRONMENT.search(source):  # what the server's libraries read at import, set by the case itself
+        if any(prefix in source for prefix in forkserver.READ_AT_START):
+            return None
+        kind = "torch"
+    else:
+        kind = "transformers" if re.search(r"\btransformers\b", source) else "torch"
     if not all(installed(module.split(".")[0]) for module in WARM_SERVERS[kind]):
         kind = "torch"
         if not installed("torch"):

@@ -89,3 +89,13 @@ def test_a_case_s_pythonpath_is_its_own(monkeypatch, tmp_path):
         "import os, sys; print(sys.path[:2], [entry for entry in sys.path[2:] if entry in os.environ['OTHER']])",
         env=dict(env, OTHER=os.environ.get("PYTHONPATH", "-"))))
     assert real.stdout == warm.stdout == f"['', {str(tmp_path)!r}] []\n", (real, warm)
+
+
+@requires("transformers")
+def test_a_case_that_sets_what_a_preloaded_library_reads_at_import_gets_a_real_interpreter(monkeypatch):
+    """transformers' Trainer imports the hub and datasets, which read HF_* at import: a case that sets one before its
+    own imports (a repro's offline cache) sees its value, as in a real interpreter."""
+    code = ("import os\nos.environ['HF_HUB_OFFLINE'] = '0'\nimport transformers, huggingface_hub.constants as c\n"
+            "print(c.HF_HUB_OFFLINE)")
+    real, warm = both_ways(monkeypatch, lambda: run_python(code))
+    assert real.stdout == warm.stdout == "False\n", (real, warm)
