@@ -136,9 +136,7 @@ def install_deepspeed(session, requirement, *pins):
     if session.run_install("python", "-c", DS_OP_BUILT, success_codes=[0, 1], silent=True) in (True, None):
         return  # built already, or nothing is installed (``-R``: the environment is reused as it is)
     session.install(*pins, "setuptools", "wheel", "ninja", "packaging", "numpy")
-    sources = session.create_tmp()
-    for old in glob.glob(os.path.join(sources, "deepspeed-*.tar.gz")):
-        os.remove(old)
+    sources = tempfile.mkdtemp(prefix="deepspeed-sdist-")  # not nox's create_tmp: it would set the tests' TMPDIR
     session.run_install("python", "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "deepspeed",
                         "--dest", sources, requirement)  # the release the requirement resolves to today, as its sdist
     sdist = glob.glob(os.path.join(sources, "deepspeed-*.tar.gz"))[0]
@@ -153,6 +151,7 @@ def install_deepspeed(session, requirement, *pins):
             os.rename(building, folder)
         except OSError:  # another run put the same build there first
             shutil.rmtree(building)
+    shutil.rmtree(sources)
     session.install("--force-reinstall", "--no-deps", *glob.glob(os.path.join(folder, "*.whl")))
     session.run_install("python", "-c", DS_OP_BUILT, silent=True)
 

@@ -32,10 +32,16 @@ STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT",
                       "ZEROPATCH_LEGACY")
 STEP_SECONDS = 300  # the default bound of one subprocess step
-SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-")  # this test session's files, removed when it ends
+# AF_UNIX socket paths end at 107 bytes, and the subprocesses make sockets four folders under TEMPORARY
+# (multiprocessing's managers: .../example-*/pymp-*/listener-*): under a deep TMPDIR (nox's, in a CI checkout) the
+# session's files go to the system's own temporary folder instead
+SHORT_ENOUGH = 24
+_base = tempfile.gettempdir()
+if len(_base) > SHORT_ENOUGH and os.access("/tmp", os.W_OK):
+    _base = "/tmp"
+SESSION_FOLDER = tempfile.mkdtemp(prefix="zeropatch-test-", dir=_base)  # this test session's files, removed at its end
 PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing else
 # TMPDIR of every subprocess; pytest's own tmp_path is left where pytest puts it, since tests make sockets under it
-# and AF_UNIX paths are short
 TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")
 os.makedirs(TEMPORARY)
 if os.environ.get("ZEROPATCH_TEST_GPUS") != "1":

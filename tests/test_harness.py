@@ -99,3 +99,21 @@ def test_a_case_that_sets_what_a_preloaded_library_reads_at_import_gets_a_real_i
             "print(c.HF_HUB_OFFLINE)")
     real, warm = both_ways(monkeypatch, lambda: run_python(code))
     assert real.stdout == warm.stdout == "False\n", (real, warm)
+
+
+def test_the_session_s_temporary_folder_leaves_room_for_sockets_under_a_deep_tmpdir(tmp_path):
+    """A CI checkout's nox session had TMPDIR five folders deep, and multiprocessing's manager (pandarallel's) could
+    not bind its socket four folders under the tests' TMPDIR (AF_UNIX paths end at 107 bytes): the session's folder
+    is made where such a socket still fits, whatever TMPDIR the session was started with."""
+    deep = tmp_path / ("a-checkout-folder-" * 4) / ".nox" / "today" / "tmp"
+    deep.mkdir(parents=True)
+    code = ("import multiprocessing, shutil, sys, tempfile\n"
+            f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+            "import conftest\n"
+            "tempfile.tempdir = tempfile.mkdtemp(prefix='example-', dir=conftest.TEMPORARY)\n"
+            "manager = multiprocessing.Manager()\n"
+            "print(manager.list([1, 2]))\n"
+            "manager.shutdown()\n"
+            "shutil.rmtree(conftest.SESSION_FOLDER)\n")
+    result = run_python(code, env=clean_environment(TMPDIR=deep), step="a manager's socket under a deep TMPDIR")
+    assert result.returncode == 0 and result.stdout == "[1, 2]\n", result
