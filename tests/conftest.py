@@ -30,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT",
-                      "ZEROPATCH_LEGACY")
+                      "ZEROPATCH_LEGACY", "ZEROPATCH_TORCH_LOAD")
 STEP_SECONDS = 300  # the default bound of one subprocess step
 # AF_UNIX socket paths end at 107 bytes, and the subprocesses make sockets four folders under TEMPORARY
 # (multiprocessing's managers: .../example-*/pymp-*/listener-*): under a deep TMPDIR (nox's, in a CI checkout) the

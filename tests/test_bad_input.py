@@ -28,8 +28,13 @@ ROWS = [
     ("ZEROPATCH_EMA_TARGETS", "not an identifier: `ZEROPATCH_EMA_TARGETS=trainer:update-ema`",
      ("env", {"ZEROPATCH": "1", "ZEROPATCH_EMA_TARGETS": "trainer:update-ema"}), (0, "'trainer:update-ema' ignored", True)),
     ("ZEROPATCH_EMA_TARGETS", "an alias that wraps nothing: `ZEROPATCH_EMA_TARGETS=os.path:nothere`",
-     ("python", "import os, zeropatch; r = zeropatch.status('fused_ema')[0]; print(r.state, r.reason)"),
+     ("python", "import os, zeropatch; r = zeropatch.status('fused_ema')[0]; print(r.state, r.reason)",
+      {"ZEROPATCH_EMA_TARGETS": "os.path:nothere"}),
      (0, "skipped posixpath: posixpath is not a configured EMA home", None)),
+    ("ZEROPATCH_TORCH_LOAD", "a word it does not know: `ZEROPATCH_TORCH_LOAD=everything`",
+     ("python", "import io, torch, zeropatch; b = io.BytesIO(); torch.save(torch.nn.Linear(1, 1), b); b.seek(0); "
+                "torch.load(b)", {"ZEROPATCH_TORCH_LOAD": "everything"}),
+     (1, "ZEROPATCH_TORCH_LOAD='everything' is not understood; loads admit data only (valid: objects: ", None)),
     ("ZEROPATCH_REPORT", "a folder that does not exist", ("cli", ["run", "--", sys.executable, "-c", "pass"], {"ZEROPATCH_REPORT": "/nonexistent-zp/r.json"}),
      (0, "could not write ZEROPATCH_REPORT='/nonexistent-zp/r.json'", None)),
     ("command line", "no command: `zeropatch`", ("cli", []), (2, "usage: zeropatch", None)),
@@ -79,7 +84,7 @@ def run_row(how, expect):
         return run_command([sys.executable, "-c", SCRIPT], env=clean_environment(**how[1]))
     if kind == "cli":
         return run_command(Z + how[1], env=clean_environment(**(how[2] if len(how) > 2 else {})))
-    return run_python(how[1], env=clean_environment(ZEROPATCH_EMA_TARGETS="os.path:nothere"))
+    return run_python(how[1], env=clean_environment(**(how[2] if len(how) > 2 else {})))
 
 
 @pytest.mark.parametrize("where,tried,how,expect", ROWS, ids=[f"{row[0]}: {row[1]}" for row in ROWS])

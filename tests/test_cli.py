@@ -69,6 +69,32 @@ if __name__ == "__main__":
     assert not marker.exists()
 
 
+def test_check_says_it_cannot_tell_where_the_path_comes_from_a_line_it_does_not_run(tmp_path):
+    """A driver that puts a repository on the path from a variable (``sys.path.insert(0, REPO)`` under ``REPO =
+    os.environ.get(...)``) and reads an attribute of a value it built: the dry run runs neither the assignment nor the
+    body, so it cannot know; it failed them as "NameError ... no patch known" (and the repository's imports after)."""
+    repository = tmp_path / "repo"
+    (repository / "models").mkdir(parents=True)
+    write(repository / "models" / "__init__.py", "")
+    write(repository / "models" / "med.py", "VALUE = 1\n")
+    script = write(tmp_path / "driver.py", f'''import os, sys
+REPO = os.environ.get("REPO_ZP", {str(repository)!r})
+sys.path.insert(0, REPO)
+from models.med import VALUE
+import json
+from missing_package_zp import thing
+tok = json.JSONDecoder()
+STRICT = tok.strict
+''')
+    result = run_command(ZEROPATCH + ["check", script])
+    out = result.stdout
+    assert "note  driver.py:3" in out and "cannot tell here: name 'REPO' is not defined" in out, out
+    assert "note  driver.py:4" in out and "path set up at driver.py:3 did not run here" in out, out
+    assert "note  driver.py:6" in out, out  # nothing installed holds it, so the path might
+    assert "driver.py:8" not in out and "FAIL" not in out and "4 imports, 0 failed" in out, out
+    assert result.returncode == 0, out + result.stderr
+
+
 @requires("pandas", "pandarallel")
 @pytest.mark.skipif((distribution_version("pandas") or (0,)) < (3, 1), reason="the import only fails on pandas >= 3.1")
 def test_check_on_a_legacy_script_fails_without_zeropatch_and_passes_with_it(tmp_path):

@@ -18,14 +18,22 @@ def test_readme_is_short_and_its_test_command_is_what_ci_runs():
     assert f"```bash\n{ci_command}\n```" in readme, ci_command
 
 
+def _release(version):
+    return tuple(int(part) for part in version.split("."))
+
+
 def test_changelog_names_every_patch_in_the_release_that_brought_it():
     assert_ok(run_command([sys.executable, ROOT / "tools" / "write_changelog.py", "--check"]))
     changelog = (ROOT / "CHANGELOG.md").read_text()
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, flags=re.M)
+    # a patch not released yet names the next release, listed under [Unreleased]
+    unreleased = changelog.split("## [Unreleased]", 1)[1].split(f"## [{released[0]}]", 1)[0]
+    coming = re.findall(r"<!-- patches-added:(\d+\.\d+\.\d+) -->", unreleased)
+    assert all(_release(version) > _release(released[0]) for version in coming), (coming, released[0])
     from zeropatch._registry import _registry
 
     for name, entry in _registry().items():
-        assert entry.patch.since in released, (name, entry.patch.since)
+        assert entry.patch.since in released + coming, (name, entry.patch.since)
         assert f"- `{name}`" in changelog, name
 
 

@@ -138,6 +138,13 @@ CASES = {
     "hf_removed_names": (("transformers",), ("transformers", "transformers.deepspeed", "transformers.generation.utils",
                                               "transformers.utils", "transformers.utils.hub", "transformers.file_utils"),
                          "import transformers.utils.hub as hub; assert hub.cached_file", False),
+    "hf_additional_special_tokens": (("transformers",), ("transformers.tokenization_utils_base",),
+                                     "from transformers import BertTokenizer as T; assert T.SPECIAL_TOKENS_ATTRIBUTES and "
+                                     "callable(T.add_special_tokens)", False),
+    "hf_model_utils": (("transformers",), ("transformers.modeling_utils", "transformers.pytorch_utils",
+                                           "transformers.utils.model_parallel_utils"),
+                       "from transformers import BertConfig, BertModel; BertModel(BertConfig(hidden_size=8, "
+                       "num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))", False),
     "transformers_adamw": (("transformers",), ("transformers", "transformers.optimization"),
                            "import torch, transformers.optimization as o; o.get_linear_schedule_with_warmup("
                            "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1), 1, 2)", False),
@@ -225,7 +232,7 @@ CASES = {
 OPT_IN = {"colossalai_cpu", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal"}
 PROVIDES = {"openai_object", "torch_six", "torchvision_functional_tensor", "pkg_resources", "xformers_sdpa", "flash_attn_sdpa",
             "timm_layers", "pl_moved_names", "hf_removed_names", "torchvision_model_urls", "hf_attn_mask_utils",
-            "python_removed_modules"}  # their targets exist only while the patch is installed: "target first" imports the parent
+            "python_removed_modules", "hf_model_utils"}  # their targets exist only while the patch is installed: "target first" imports the parent
 
 # a legacy pin of the target that imports only with another patch (diffusers 0.24 on huggingface_hub >= 1.0)
 NEEDS_ANOTHER_PATCH = {"diffusers_gradient_checkpointing": "diffusers", "diffusers_legacy_names": "diffusers"}

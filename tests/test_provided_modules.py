@@ -12,6 +12,7 @@ from conftest import ROOT, assert_ok, clean_environment, installed, run_python
 # patch -> the module it provides
 FILLS = {
     "hf_attn_mask_utils": "transformers.modeling_attn_mask_utils",
+    "hf_model_utils": "transformers.utils.model_parallel_utils",
     "hf_removed_names": "transformers.deepspeed",
     "hf_hub_legacy": "huggingface_hub.utils._errors",
     "pl_moved_names": "pytorch_lightning.utilities.distributed",

@@ -21,6 +21,7 @@ PUTS_BACK = {
     "datasets_load_metric": ("datasets", "datasets.load"),
     "transformers_shard_checkpoint": ("transformers.modeling_utils",),
     "hf_trainer_names": ("transformers.trainer",),
+    "hf_model_utils": ("transformers.modeling_utils", "transformers.pytorch_utils"),
     "hf_removed_names": ("transformers.generation.utils", "transformers.utils", "transformers.file_utils",
                          "transformers.modeling_utils",
                          *(f"transformers.models.{model}.modeling_{model}" for model in ("llama", "clip"))),

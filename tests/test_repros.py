@@ -56,6 +56,15 @@ def accelerate_lost_a_keyword():
         "sys.exit(0 if 'logging_dir' not in inspect.signature(Accelerator.__init__).parameters else 1)").returncode == 0
 
 
+def transformers_lacks_model_helpers():
+    """Whether the installed transformers lacks a helper the vendored BERT uses (one flag went in 4.31, the mask
+    helpers with 5.0)."""
+    return run_python("from transformers.pytorch_utils import is_torch_greater_or_equal_than_1_10\n"
+                      "from transformers.modeling_utils import SequenceSummary, find_pruneable_heads_and_indices, "
+                      "ModuleUtilsMixin as M\n"
+                      "import transformers.utils.model_parallel_utils\nM.get_head_mask").returncode != 0
+
+
 def training_arguments_lost_an_option():
     """TrainingArguments kept evaluation_strategy up to 4.49.0 (4.51.3 has not); the rest went in 5.0."""
     return run_python("import dataclasses, sys; from transformers import TrainingArguments as T; "
@@ -232,6 +241,11 @@ REPROS = {
                             "repro: cached decoding (from a tuple and from a DynamicCache) equals decoding without a cache"),
     "hf_rope_scaling": (("torch", "transformers"), None, "all", {}, lambda: distribution_version("transformers") >= (5,),
                         None, "repro: linear RoPE scaling x2 with theta 500000 kept, saved and loaded as in 4.x"),
+    "hf_additional_special_tokens": (("torch", "transformers"), None, "all", {},
+                                     lambda: distribution_version("transformers") >= (5,), None,
+                                     "repro: BLIP's [ENC] is token"),
+    "hf_model_utils": (("torch", "transformers"), None, "all", {}, transformers_lacks_model_helpers, None,
+                       "repro: the vendored BERT trained 2 steps"),
     "hf_removed_names": (("torch", "transformers"), None, "all", {},
                          lambda: distribution_version("transformers") >= (4, 46, 1), None,
                          "repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's"),

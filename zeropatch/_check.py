@@ -3,7 +3,10 @@ dry run of a script. It executes the script's top-level imports (which import, r
 in order, with the script's folder first on ``sys.path`` as Python puts it, and never runs the script's body.
 Besides the imports, only the statements that set up ``sys.path`` run: those that mention ``sys.path``, and
 assignments computed from ``__file__`` (``HERE = os.path.dirname(__file__)``); and module-level constants read
-off imported modules, with no call in them (``FRAME_DTYPE = np.float``), where removed names show. Imports inside a top-level ``try``
+off imported modules, with no call in them (``FRAME_DTYPE = np.float``), where removed names show. A path set-up that
+needs a name set by a line the dry run does not run (``sys.path.insert(0, ROOT)`` under ``ROOT = os.environ[...]``)
+cannot be judged here: it is a note saying so, and so is each later import that finds no module, which that path
+might have held. Imports inside a top-level ``try``
 that handles ImportError are optional: their failures are notes. Each failure is reported with the script line,
 the error, where it was raised, and the zeropatch patch that fixes it (or "no patch known", with the release that
 removed the name and its successor where the API history records them). An import under a package
@@ -21,6 +24,7 @@ import sys
 import traceback
 
 from zeropatch._python_reader import handles_import_errors
+from zeropatch._repository import holds, module_file, root_of
 
 
 def _attribute_chain(node):
@@ -35,7 +39,20 @@ def _attribute_chain(node):
 
 
 def _reads_a_module_constant(node):
-    return isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _attribute_chain(node.value)
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
+        _attribute_chain(node.value) and all(isinstance(target, ast.Name) for target in targets)
+
+
+def _root_names(node):
+    """The names an attribute chain (or a tuple of them) starts from: ``np`` of ``np.float``."""
+    chains = node.elts if isinstance(node, ast.Tuple) else [node]
+    roots = []
+    for chain in chains:
+        while isinstance(chain, ast.Attribute):
+            chain = chain.value
+        roots.append(chain.id)
+    return roots
 
 
 def _sets_up_path(node):
@@ -106,27 +123,10 @@ def _orphaned_parents():
             if "." in name and name.rpartition(".")[0] not in sys.modules}
 
 
-def _repository(folder):
-    """The script's repository: the folder with ``.git`` at or above the script's, else the script's folder."""
-    here = folder
-    while not os.path.exists(os.path.join(here, ".git")):
-        parent = os.path.dirname(here)
-        if parent == here:
-            return folder
-        here = parent
-    return here
-
-
 def _own_package(name, repository):
     """Whether the top-level package ``name`` is the repository's own code (not an installed library's)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(name.split(".")[0])
-    except (ImportError, ValueError):
-        return False
-    origin = spec and (spec.origin or next(iter(spec.submodule_search_locations or ()), None))
-    return bool(origin) and os.path.abspath(origin).startswith(repository + os.sep) and "site-packages" not in origin
+    found = module_file(name.split(".")[0])
+    return bool(found) and holds(repository, found)
 
 
 def check(script, args, out=sys.stdout):
@@ -139,11 +139,15 @@ def check(script, args, out=sys.stdout):
     sys.path[0] = os.path.dirname(path)  # as `python script.py` does (here it held this module's start folder)
     namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     name = os.path.basename(script)
-    repository = _repository(os.path.dirname(path))
+    repository = root_of(os.path.dirname(path))
     failed = imports = reads = unfixed = after = 0
+    unknown_path = None  # the line of a path set-up the dry run could not run (a name it never set)
     broken = {}  # a package whose import failed -> the script line that failed first
     own = []  # the repository's own packages that do not import
     for node, optional in steps(tree):
+        if _reads_a_module_constant(node) and not all(isinstance(namespace.get(root), type(os))
+                                                      for root in _root_names(node.value)):
+            continue  # read off a value the script builds at run time (``tok.bos_token_id``), not off a module
         imports += isinstance(node, (ast.Import, ast.ImportFrom))
         reads += _reads_a_module_constant(node)
         label = "note" if optional else "FAIL"
@@ -160,6 +164,18 @@ def check(script, args, out=sys.stdout):
         except BaseException as error:  # an import can raise anything; SystemExit and KeyboardInterrupt included
             if isinstance(error, KeyboardInterrupt):
                 raise
+            if isinstance(error, NameError) and not _imported_modules(node):  # set by a line not run here
+                unknown_path = unknown_path or (node.lineno if _sets_up_path(node) else None)
+                print(f"  note  {name}:{node.lineno}  {ast.unparse(node)}", file=out)
+                print(f"        cannot tell here: {error} (set by a line the dry run does not run: it runs the "
+                      f"imports, sys.path set-up and constants read off modules); the run decides", file=out)
+                continue
+            if isinstance(error, ModuleNotFoundError) and unknown_path and error.name and \
+                    module_file(error.name.split(".")[0]) is None:
+                print(f"  note  {name}:{node.lineno}  {ast.unparse(node)}", file=out)
+                print(f"        cannot tell here: {error}, and the path set up at {name}:{unknown_path} did not run "
+                      f"here; the run decides", file=out)
+                continue
             missing = {_first_missing(module) for module in _imported_modules(node)} | _orphaned_parents() - orphaned
             earlier = isinstance(error, KeyError) and error.args and broken.get(error.args[0])
             for package in sorted(filter(None, missing)):

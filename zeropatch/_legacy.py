@@ -118,7 +118,7 @@ def decide_in(distribution, changed_in, folder):
 
 
 def _pinned(distribution, changed, changed_text, folder=None):
-    folder = folder or _script_folder()
+    folder = folder or script_folder()
     found = find_pin(distribution, folder)
     if found is None:
         return Decision(False, f"no pin of {distribution} found from {folder} up to its repository's root "
@@ -143,7 +143,9 @@ def _written_for(source, pin, lowest, below, distribution, changed, changed_text
 _CONSOLE_SCRIPT = re.compile(r"^from ([\w.]+) import \w+\s*$", re.M)  # what an installer writes for an entry point
 
 
-def _script_folder():
+def script_folder():
+    """The folder of the running job's code: its script's (``_code_folder``), or for ``python -c`` / ``-m`` and the
+    interactive interpreter the working folder."""
     script = sys.argv[0] if getattr(sys, "argv", None) else ""
     if script and script not in ("-c", "-m") and os.path.isfile(script):
         return _code_folder(os.path.abspath(script))

@@ -14,6 +14,7 @@ from zeropatch._signatures import refusal
 from zeropatch._versions import installed_version, version_tuple
 
 _FIRST_RELEASE = re.compile(r"\s*(\d+(?:\.\d+)*)")
+_RELEASE = re.compile(r"\d+(?:\.\d+)+")
 GPU_DEVICES = ("/dev/nvidiactl", "/dev/kfd")  # NVIDIA's and ROCm's driver nodes: seen without importing torch
 
 
@@ -42,7 +43,30 @@ def breaks_here(patch, python=None):
         return False, f"{patch.package} is not installed here"
     if first and version_tuple(version) < version_tuple(first.group(1)):
         return False, f"{patch.package} {version} is older than the drift; affected: {patch.affected}"
+    last = max(_RELEASE.findall(patch.affected), key=version_tuple, default=None)
+    if last and version_tuple(version) > version_tuple(last):  # past the releases it was run on
+        return True, (f"{patch.package} {version} installed, newer than the last release run ({last}): taken to "
+                      f"break as that one does; affected: {patch.affected}")
     return True, f"{patch.package} {version} installed; affected: {patch.affected}"
+
+
+def history_says(signature):
+    """(breaks on the installed release, why) for a ``name MODULE.NAME`` / ``import MODULE`` signature whose removal
+    the API history records, or None: a patch covering names removed across several releases (transformers'
+    ``is_torch_greater_or_equal_than_1_10`` went in 4.31, ``SequenceSummary`` in 4.53, the mask helpers in 5.0) is
+    judged name by name, not by the first release its ``affected`` names."""
+    from zeropatch._history import describe, missing_here, removal
+
+    kind, _, target = signature.partition(" ")
+    if kind not in ("name", "import") or not re.fullmatch(r"[\w.]+", target):
+        return None
+    record = removal(*target.rsplit(".", 1)) if kind == "name" and "." in target else removal(target)
+    version = record and installed_version(record.library)
+    if version is None:
+        return None
+    if missing_here(record):
+        return True, f"{record.library} {version} installed; {describe(record)}"
+    return False, f"{record.library} {version} still has it; {describe(record)}"
 
 
 def _legacy_decision(patch, path, folder):
@@ -120,7 +144,8 @@ def report(root, selected, out=sys.stdout, python=None, arguments=()):
             continue
         patch = registry[finding.patch].patch
         # a finding of the API history says itself why it breaks here (the release that moved the name)
-        breaks, why = (True, finding.advice) if finding.advice else breaks_here(patch, python)
+        breaks, why = (True, finding.advice) if finding.advice else \
+            history_says(finding.signature) or breaks_here(patch, python)
         lacking = [name for name in finding.needs if name not in selected]  # the patches its fix relies on
         on = patch.name in selected and not lacking
         refused = refusal(patch, finding.signature)

@@ -153,7 +153,8 @@ def scan(root, patches, python=None, arguments=()):
             missing.setdefault(top, []).append((reader.path, node))
         result.findings += _python_removals(reader, python, restored)
         result.findings += _history_findings(reader, provided_modules, own)
-    result.findings += _unknown_attributes(readers)
+    result.findings += _unknown_attributes(readers, {signature.target for signature, _ in table["attribute"]})
+    result.findings = _not_the_repository_s_own(result.findings, readers)
     result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
@@ -239,12 +240,22 @@ def _history_findings(reader, provided, own):
     return found
 
 
-def _unknown_attributes(readers):
+def _not_the_repository_s_own(findings, readers):
+    """The findings, less those of an ``attribute NAME`` signature where the repository defines a function or method
+    NAME itself (BLIP's ``med.py`` defines its own ``get_extended_attention_mask``: its calls do not break)."""
+    defined = {node.name for reader in readers for node in ast.walk(reader.tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return [finding for finding in findings if not (finding.signature or "").startswith("attribute ")
+            or finding.signature.split()[1] not in defined]
+
+
+def _unknown_attributes(readers, declared):
     """``self.NAME`` read in a method of a repository's subclass of a RESOLVED library's class, where neither the
     installed class and its bases (``_class_members``) nor the repository's classes between have NAME, and nothing in
     the repository sets it (``anything.NAME = ...``, or NAME as a string: ``setattr``, ``hasattr``): an attribute the
     library removed (SimCSE's Trainer subclass reads 4.2's ``self.use_amp``). A class with a base that cannot be read
-    (another library's, a ``__getattr__``, a script's own modules) is not judged. Once per class and name."""
+    (another library's, a ``__getattr__``, a script's own modules) is not judged, nor a name a patch's ``attribute``
+    signature declares (``declared``: that patch's finding says it). Once per class and name."""
     from zeropatch._class_members import library_members
     from zeropatch._versions import installed_version
 
@@ -269,7 +280,7 @@ def _unknown_attributes(readers):
         inherited = [library_members(base) for base in libraries]
         if None in inherited:
             continue
-        known = known.union(*inherited) | set_somewhere
+        known = known.union(*inherited) | set_somewhere | declared
         told = set()
         for method, me in _methods(node):
             for inner in ast.walk(method):

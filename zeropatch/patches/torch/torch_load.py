@@ -21,7 +21,10 @@ loaded dicts hold the classes themselves. An explicit ``weights_only=True``, a
 ``pickle_module``, and torch's own ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` / ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` keep
 torch's behaviour untouched; full unpickling stays torch's explicit opt-in, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``.
 Nothing is imported to build the list: a listed class whose module is not imported yet is imported only when the
-checkpoint names it (the load is then read once more).
+checkpoint names it (the load is then read once more). Whole objects (a model saved itself, as detection repositories
+of 2019-2023 do: "Unsupported global: GLOBAL models.yolo.Model") are rebuilt too: the classes the job's own repository
+defines and torch.nn's are built as shells that run none of their code while the file is read, then given their state
+(``_load_objects``); ``ZEROPATCH_TORCH_LOAD=data`` refuses them.
 """
 
 import abc
@@ -30,6 +33,9 @@ import sys
 import threading
 
 from zeropatch._core import NotNeeded, Patch, Skip
+from zeropatch._legacy import Tally
+from zeropatch._repository import job_root
+from zeropatch.patches.torch import _load_objects
 
 DTYPE_CLASSES = "numpy.dtypes.*"  # every concrete dtype class numpy has (what an unpickled dtype is built as)
 NUMPY_SPELLINGS = ("numpy._core.", "numpy.core.")  # numpy 2 / numpy 1 module names of the same functions
@@ -85,13 +91,15 @@ UNSUPPORTED_GLOBAL = "Unsupported global: GLOBAL "
 # load runs they exist only as sealed shells (_Sealed), which nothing the file calls can read
 CONTAINERS = ("omegaconf.dictconfig.DictConfig", "omegaconf.listconfig.ListConfig")
 _THIS_THREAD = threading.local()  # .load: the _Load of the admitting torch.load running in this thread, if any
+_BUILT = Tally()  # "file: classes" -> how many loads built those classes beyond the data list
 
 
 class _Load:
     """One admitting ``torch.load`` in one thread: the globals it admits and the sealed containers it built."""
 
-    def __init__(self, admitted):
+    def __init__(self, admitted, objects):
         self.admitted = admitted  # name -> object, seen only by torch.load calls in this thread
+        self.objects = objects  # the Admission of classes beyond the list (_load_objects), or None (data only)
         self.sealed = []  # [shell, state or None], in the order the file built them
         self.named_references = False  # whether the file named a class it may only name (a _Reference)
 
@@ -179,6 +187,17 @@ class _Lookups(dict):
         if isinstance(value, type) and issubclass(value, _Reference):
             self.load.named_references = True
         return value
+
+    def __contains__(self, name):
+        """Listed, or (where objects are admitted) a class of the job's repository or of torch.nn, whose shell
+        class is then listed for the rest of the load."""
+        if super().__contains__(name):
+            return True
+        shell = self.load.objects.shell_for(name) if self.load.objects and isinstance(name, str) else None
+        if shell is None:
+            return False
+        self[name] = self.load.admitted[name] = shell
+        return True
 
 
 def _sealed_class(real):
@@ -316,11 +335,24 @@ def _rewinder(source):
     return lambda: source.seek(start)
 
 
-def _explained(error, name):
+def _refused_object(why):
     import pickle
 
+    return pickle.UnpicklingError(f"Weights only load failed: {why}. zeropatch (torch_load) builds the classes of this "
+                                  "job's repository and of torch.nn without running their code, and calls none of "
+                                  "them while the file is read: see SECURITY.md.")
+
+
+def _explained(error, name, objects):
+    import pickle
+
+    if objects is None:
+        beyond = f"; {_load_objects.ENV_ADMITS}=data refuses every class beyond it"
+    else:
+        why = objects.refused.get(name)
+        beyond = f", nor is it a class of this job's repository or of torch.nn" + (f" ({why})" if why else "")
     note = (f"zeropatch (torch_load) admitted its list of data-only classes for this load (see SECURITY.md); "
-            f"{name or 'what this checkpoint needs'} is not on it. If it is only data, allow it yourself: "
+            f"{name or 'what this checkpoint needs'} is not on it{beyond}. If it is only data, allow it yourself: "
             f"torch.serialization.add_safe_globals([...]). If you trust where the file came from completely, "
             f"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 unpickles everything (a malicious file can then run any code).")
     return pickle.UnpicklingError(f"{error}\n{note}")
@@ -332,17 +364,21 @@ def _load_admitting_data_classes():
     def load(wrapped, instance, args, kwargs):
         if _torch_decides(args, kwargs):  # torch's own list only; never waits for another thread's load
             return wrapped(*args, **kwargs)
-        rewind = _rewinder(args[0] if args else kwargs.get("f"))
+        source = args[0] if args else kwargs.get("f")
+        rewind = _rewinder(source)
         importing = set()
         while True:
-            with _Load(_admitted(importing)) as this_load:
+            objects = _load_objects.Admission(job_root()) if _load_objects.admits_objects() else None
+            with _Load(_admitted(importing), objects) as this_load:
                 try:
                     loaded = wrapped(*args, **kwargs)
                     break
                 except pickle.UnpicklingError as error:
+                    if objects is not None and objects.refusal:
+                        raise _refused_object(objects.refusal) from None
                     name = _refused_name(error)
                     if name not in ALLOWED or name in importing or rewind is None:
-                        raise _explained(error, name) from None
+                        raise _explained(error, name, objects) from None
                 except Exception as error:
                     if this_load.sealed:  # an admitted callable was handed a sealed config
                         raise _refusal(f"the file hands an omegaconf config to a callable while loading ({error})") \
@@ -351,11 +387,27 @@ def _load_admitting_data_classes():
             importing.add(name)  # listed, but its module was not imported yet: import it and read again
             rewind()
         _unseal(this_load)
+        if objects is not None and objects.built:
+            try:
+                built = objects.complete()
+            except _load_objects.ObjectRefused:
+                raise _refused_object(objects.refusal) from None
+            _BUILT.count(f"{_label(source)}: {_load_objects.described(built)}")
         if this_load.named_references:
             loaded = _dereferenced(loaded, set())
         return loaded
 
     return load
+
+
+def _label(source):
+    return os.fspath(source) if isinstance(source, (str, bytes, os.PathLike)) else f"a {type(source).__name__}"
+
+
+def report():
+    """Which classes beyond the data list each load built, by file."""
+    return _BUILT.report("built whole objects, as shells first (none of their code ran while the file was read)"
+                         if _BUILT.counts else None)
 
 
 def apply(patcher, torch):
@@ -378,12 +430,14 @@ PATCH = Patch(
     "torch_load",
     since="0.3.0",
     summary="torch.load's weights_only default admits the data-only classes legacy checkpoints hold (argparse.Namespace, "
-    "numpy arrays and scalars, omegaconf configs, DeepSpeed loss scalers); code is still refused",
+    "numpy arrays and scalars, omegaconf configs, DeepSpeed loss scalers) and rebuilds whole models of the job's "
+    "repository and torch.nn without running their code; any other code is still refused",
     package="torch",
     affected="2.6.0-2.15.0 (weights_only=True by default)",
     targets=("torch",),
     apply=apply,
     errors=(r"Weights only load failed[\s\S]*Unsupported global: GLOBAL (" +
-            "|".join(name.replace(".", r"\.") for name in ALLOWED) + r")\b",),
+            "|".join(name.replace(".", r"\.") for name in ALLOWED) + r"|torch\.nn\.[\w.]+)\b",),
     looks_for=("call torch.load without weights_only",),
+    report=report,
 )
