@@ -246,6 +246,19 @@ def test_python_s_own_drift_breaks_from_the_release_each_patch_names():
     assert [breaks_here(removed, python)[0] for python in ((3, 11), (3, 12))] == [False, True]
 
 
+def test_a_release_newer_than_the_last_one_run_is_named_untested(monkeypatch):
+    """A verdict outside the patch's own claim (hf_post_init declares 5.0.0-5.23.0; 5.25.0 installed) says so: it read
+    "5.25.0 installed; affected: 5.0.0-5.23.0", as if the line contradicted itself."""
+    from zeropatch import _preflight
+
+    patch = _core._registry()["hf_post_init"].patch
+    for version, says in (("4.51.3", "older than the drift"), ("5.10.1", "5.10.1 installed; affected"),
+                          ("5.23.0", "5.23.0 installed; affected"), ("5.25.0", "untested on it (the last release run "
+                                                                               "is 5.23.0): taken to break")):
+        monkeypatch.setattr(_preflight, "installed_version", lambda package, version=version: version)
+        assert says in _preflight.breaks_here(patch)[1], (version, _preflight.breaks_here(patch))
+
+
 def test_files_that_start_with_a_byte_order_mark_are_read(tmp_path):
     (tmp_path / "train.py").write_text("\ufeffimport numpy as np\nx = np.float\n", encoding="utf-8")
     (tmp_path / "run.sh").write_text("\ufeff--evaluation_strategy no\n", encoding="utf-8")

@@ -45,8 +45,8 @@ def breaks_here(patch, python=None):
         return False, f"{patch.package} {version} is older than the drift; affected: {patch.affected}"
     last = max(_RELEASE.findall(patch.affected), key=version_tuple, default=None)
     if last and version_tuple(version) > version_tuple(last):  # past the releases it was run on
-        return True, (f"{patch.package} {version} installed, newer than the last release run ({last}): taken to "
-                      f"break as that one does; affected: {patch.affected}")
+        return True, (f"{patch.package} {version} installed, untested on it (the last release run is {last}): "
+                      f"taken to break as that one does; affected: {patch.affected}")
     return True, f"{patch.package} {version} installed; affected: {patch.affected}"
 
 
