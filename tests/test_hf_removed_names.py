@@ -208,3 +208,44 @@ assert set(default_hp_space) == {backend for backend in HPSearchBackend
 assert "default_hp_space" not in dir(trainer_utils)
 print("OK")
 '''))
+
+
+@requires("torch", "transformers")
+def test_the_example_scripts_telemetry_sends_nothing_and_vision_2_seq_is_4_57s_table():
+    """Where the release still has AutoModelForVision2Seq (4.x: the pinned session's 4.51.3), its own table is part of
+    ours, class for class (4.57 added four types); where it lacks it, ours builds what 4.57 built and refuses what it
+    refused; send_example_telemetry returns None without calling the hub's telemetry."""
+    result = run_python('''
+import zeropatch, huggingface_hub.utils
+def no_telemetry(*args, **kwargs):
+    raise SystemExit("telemetry sent")
+huggingface_hub.utils.send_telemetry = no_telemetry
+from transformers.models.auto import modeling_auto
+from zeropatch.patches.transformers.hf_removed_names import VISION_2_SEQ
+ours = dict(VISION_2_SEQ)
+if hasattr(modeling_auto, "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES"):
+    own = modeling_auto.MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES
+    assert all(ours.get(model) == name for model, name in own.items()), set(own.items()) - set(ours.items())
+    raise SystemExit(print("compared", len(own)))
+from transformers.utils import send_example_telemetry
+assert send_example_telemetry("run_glue", object(), framework="pytorch") is None
+from transformers import AutoModelForVision2Seq, BertConfig, BlipConfig
+mapping = AutoModelForVision2Seq._model_mapping
+assert sorted(config.model_type for config in mapping.keys()) == sorted(ours), sorted(ours)
+assert all(model.__name__ == ours[config.model_type] for config, model in mapping.items())
+try:
+    AutoModelForVision2Seq.from_config(BertConfig())
+    raise SystemExit("a BERT configuration was taken")
+except ValueError as error:
+    assert "Unrecognized configuration class" in str(error), error
+tiny = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+config = BlipConfig(text_config=dict(tiny, vocab_size=50, max_position_embeddings=16),
+                    vision_config=dict(tiny, image_size=32, patch_size=16), projection_dim=16)
+print(type(AutoModelForVision2Seq.from_config(config)).__name__, AutoModelForVision2Seq.__module__)
+''')
+    assert_ok(result)
+    if distribution_version("transformers") < (5,):
+        assert result.stdout.startswith("compared "), result.stdout
+    else:
+        assert result.stdout.split()[-2:] == ["BlipForConditionalGeneration", "transformers.models.auto.modeling_auto"], \
+            result.stdout

@@ -37,6 +37,12 @@ def main():
     from transformers.modeling_utils import no_init_weights
     from transformers.models.llama.modeling_llama import _expand_mask, _make_causal_mask
     from transformers.utils import FLAX_WEIGHTS_NAME  # diffusers 0.24-0.35.1: pipeline_loading_utils
+    from transformers.utils import send_example_telemetry  # every copy of the example scripts calls it first
+    from transformers import AutoModelForVision2Seq, LlavaConfig, LlavaForConditionalGeneration  # 2024's VLM tuners
+
+    send_example_telemetry("run_clm", sys.argv)
+    if AutoModelForVision2Seq._model_mapping[LlavaConfig] is not LlavaForConditionalGeneration:
+        sys.exit("repro: AutoModelForVision2Seq does not build a LLaVA configuration as LlavaForConditionalGeneration")
 
     state = torch.random.get_rng_state()
     with no_init_weights():  # a model built only to load weights into: nothing is drawn
@@ -62,7 +68,8 @@ def main():
     if TRANSFORMERS_CACHE != constants.HF_HUB_CACHE:
         sys.exit(f"repro: TRANSFORMERS_CACHE {TRANSFORMERS_CACHE} is not the hub cache {constants.HF_HUB_CACHE}")
     print("repro: FastChat's and taming-transformers' transformers imports work; the filter equals 4.38's; the "
-          "LLaMA mask helpers, no_init_weights and FLAX_WEIGHTS_NAME are back")
+          "LLaMA mask helpers, no_init_weights, FLAX_WEIGHTS_NAME, send_example_telemetry and "
+          "AutoModelForVision2Seq are back")
 
 
 if __name__ == "__main__":

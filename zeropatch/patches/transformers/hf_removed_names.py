@@ -18,7 +18,10 @@ installed; transformers 5.0 dropped Flax); "cannot import name 'torch_required' 
 4.26) and "... 'cached_property' ..." (gone in 4.57): the 2021 TrainingArguments subclasses (SimCSE's, and every
 script that copied transformers' own ``_setup_devices``) decorate it ``@cached_property @torch_required``; "cannot
 import name 'default_hp_space' from 'transformers.trainer_utils'" (gone in 4.31): the Trainer subclasses of the time
-(SimCSE's) import it for ``hyperparameter_search``.
+(SimCSE's) import it for ``hyperparameter_search``; "cannot import name 'send_example_telemetry' from
+'transformers.utils'" (gone in 4.57): every copy of transformers' example scripts (``run_clm.py``, ``run_glue.py``,
+the 2023 fine-tuners built on them) calls it first; "cannot import name 'AutoModelForVision2Seq' from 'transformers'"
+(gone in 5.0): the 2024 vision-language fine-tuning scripts (LLaVA, Qwen2-VL, PaliGemma, Idefics) load with it.
 
 Changes, each only where the installed release lacks the name:
 - ``transformers.deepspeed`` is provided with the ten names the 4.45 shim re-exported, the very objects of
@@ -58,6 +61,14 @@ Changes, each only where the installed release lacks the name:
   weights as allocated (torch's init functions and the models' ``init_weights`` do nothing), through transformers'
   own ``transformers.initialization.no_init_weights``; ``_enable=False`` changes nothing. (4.50-4.57 still have the
   name, without ``_enable``: left alone.)
+- ``send_example_telemetry(example_name, *example_args, framework="pytorch")`` in ``transformers.utils``: returns None
+  and sends nothing (4.56 sent the example's and the model's names to the Hub unless offline; nothing a job computes
+  depended on it).
+- ``AutoModelForVision2Seq``, in ``transformers`` and ``transformers.models.auto.modeling_auto``: an auto class over
+  4.57's own table (26 model types: BLIP, BLIP-2, LLaVA and its successors, Qwen2-VL, PaliGemma, Pix2Struct, GIT,
+  vision-encoder-decoder, ...), so a configuration it took builds the class it built, and another one is refused with
+  4.57's "Unrecognized configuration class" error (``AutoModelForImageTextToText``, which its warning named, maps those
+  26 types to the same classes and takes more). Without 4.57's deprecation warning: the removal it announced happened.
 All are answered through the modules' ``__getattr__``, not listed in their ``dir()``; the top-level names come from
 those modules when first asked for, as transformers' lazy top level took them.
 """
@@ -83,7 +94,8 @@ NAMES = {
     "transformers.generation.utils": ("top_k_top_p_filtering",),
     "transformers.modeling_utils": ("no_init_weights",),
     "transformers.trainer_utils": ("default_hp_space",),
-    "transformers.utils": (*CACHE_NAMES, *CONSTANTS, *HOMES),
+    "transformers.models.auto.modeling_auto": ("AutoModelForVision2Seq",),
+    "transformers.utils": (*CACHE_NAMES, *CONSTANTS, *HOMES, "send_example_telemetry"),
     "transformers.utils.generic": ("cached_property",),
     "transformers.utils.import_utils": ("torch_required",),
     "transformers.utils.hub": CACHE_NAMES,
@@ -93,7 +105,25 @@ NAMES = {
 }
 # top-level name -> the module transformers' lazy top level took it from (imported when the name is first asked for)
 TOP_LEVEL = {"top_k_top_p_filtering": "transformers.generation.utils", "is_torch_tpu_available": "transformers.file_utils",
+             "AutoModelForVision2Seq": "transformers.models.auto.modeling_auto",
              **{name: "transformers.utils.hub" for name in CACHE_NAMES}}
+# transformers 4.57.6's MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES, the last: model type -> the class it built
+VISION_2_SEQ = (("blip", "BlipForConditionalGeneration"), ("blip-2", "Blip2ForConditionalGeneration"),
+                ("chameleon", "ChameleonForConditionalGeneration"), ("git", "GitForCausalLM"),
+                ("idefics2", "Idefics2ForConditionalGeneration"), ("idefics3", "Idefics3ForConditionalGeneration"),
+                ("instructblip", "InstructBlipForConditionalGeneration"),
+                ("instructblipvideo", "InstructBlipVideoForConditionalGeneration"),
+                ("kosmos-2", "Kosmos2ForConditionalGeneration"), ("kosmos-2.5", "Kosmos2_5ForConditionalGeneration"),
+                ("llava", "LlavaForConditionalGeneration"), ("llava_next", "LlavaNextForConditionalGeneration"),
+                ("llava_next_video", "LlavaNextVideoForConditionalGeneration"),
+                ("llava_onevision", "LlavaOnevisionForConditionalGeneration"),
+                ("mistral3", "Mistral3ForConditionalGeneration"), ("mllama", "MllamaForConditionalGeneration"),
+                ("ovis2", "Ovis2ForConditionalGeneration"), ("paligemma", "PaliGemmaForConditionalGeneration"),
+                ("pix2struct", "Pix2StructForConditionalGeneration"), ("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
+                ("qwen2_vl", "Qwen2VLForConditionalGeneration"), ("qwen3_vl", "Qwen3VLForConditionalGeneration"),
+                ("qwen3_vl_moe", "Qwen3VLMoeForConditionalGeneration"),
+                ("video_llava", "VideoLlavaForConditionalGeneration"), ("vipllava", "VipLlavaForConditionalGeneration"),
+                ("vision-encoder-decoder", "VisionEncoderDecoderModel"))
 
 
 def top_k_top_p_filtering(logits, top_k=0, top_p=1.0, filter_value=-float("Inf"), min_tokens_to_keep=1):
@@ -187,7 +217,26 @@ def torch_required(function):
     return only_with_torch
 
 
-FUNCTIONS = {"cached_property": cached_property, "torch_required": torch_required,
+def send_example_telemetry(example_name, *example_args, framework="pytorch"):
+    """Sends nothing (transformers < 4.57 sent the example's name, and its model's and dataset's, to the Hub unless
+    offline; restored by zeropatch as a function that returns None)."""
+
+
+def _vision_to_seq(modeling_auto):
+    """4.57's ``AutoModelForVision2Seq``: an auto class over its own table, in the installed release's auto machinery."""
+    from collections import OrderedDict
+
+    from transformers.models.auto.auto_factory import _BaseAutoModelClass, _LazyAutoMapping, auto_class_update
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    known = OrderedDict((model, name) for model, name in VISION_2_SEQ if model in CONFIG_MAPPING_NAMES)
+    auto_class = type("AutoModelForVision2Seq", (_BaseAutoModelClass,),
+                      {"_model_mapping": _LazyAutoMapping(CONFIG_MAPPING_NAMES, known),
+                       "__module__": modeling_auto.__name__, "__qualname__": "AutoModelForVision2Seq"})
+    return auto_class_update(auto_class, head_doc="vision-to-text modeling")
+
+
+FUNCTIONS = {"send_example_telemetry": send_example_telemetry, "cached_property": cached_property, "torch_required": torch_required,
              "top_k_top_p_filtering": top_k_top_p_filtering, "is_torch_tpu_available": is_torch_tpu_available,
              "_expand_mask": _expand_mask, "_make_causal_mask": _make_causal_mask, "no_init_weights": no_init_weights}
 
@@ -241,6 +290,8 @@ def apply(patcher, module):
         values["is_torch_tpu_available"] = import_utils.is_torch_tpu_available
     if "default_hp_space" in wanted:
         values["default_hp_space"] = _default_hp_spaces(module)
+    if "AutoModelForVision2Seq" in wanted:
+        values["AutoModelForVision2Seq"] = _vision_to_seq(module)
     patcher.put_back(module, {name: values[name] for name in wanted if name not in HOMES})
     for name in set(wanted) & set(HOMES):  # one object wherever it is put back, named as where transformers defined it
         patcher.put_back(module, {name: values[name]}, home=HOMES[name])
@@ -253,8 +304,8 @@ PATCH = Patch(
     summary="from transformers import deepspeed (FastChat), top_k_top_p_filtering (taming-transformers), "
     "TRANSFORMERS_CACHE, is_torch_tpu_available, the models' _expand_mask / _make_causal_mask, "
     "modeling_utils.no_init_weights, utils.FLAX_WEIGHTS_NAME (diffusers <= 0.35.1), file_utils.cached_property / "
-    "torch_required (2021's TrainingArguments subclasses), trainer_utils.default_hp_space: back with their last "
-    "meaning",
+    "torch_required (2021's TrainingArguments subclasses), trainer_utils.default_hp_space, utils."
+    "send_example_telemetry (the example scripts' copies), AutoModelForVision2Seq: back with their last meaning",
     package="transformers",
     affected="4.46.3-5.23.0 (swept; each name went in its own release, the last with transformers 5)",
     targets=("transformers", "transformers.deepspeed", *NAMES),
@@ -270,7 +321,9 @@ PATCH = Patch(
             r"cannot import name 'no_init_weights' from 'transformers\.modeling_utils'",
             r"cannot import name 'FLAX_WEIGHTS_NAME' from 'transformers\.(utils|file_utils)'",
             r"cannot import name '(cached_property|torch_required)' from 'transformers\.(file_utils|utils)",
-            r"cannot import name 'default_hp_space' from 'transformers\.trainer_utils'"),
+            r"cannot import name 'default_hp_space' from 'transformers\.trainer_utils'",
+            r"cannot import name 'send_example_telemetry' from 'transformers\.utils'",
+            r"cannot import name 'AutoModelForVision2Seq' from 'transformers"),
     looks_for=("import transformers.deepspeed", "name transformers.deepspeed",
                *(f"name transformers.{name}" for name in TOP_LEVEL),
                *(f"name {module}.{name}" for module, names in NAMES.items() for name in names),
