@@ -98,9 +98,10 @@ SKIP_BUDGET = {"0.4.0": 102, "today": 8}  # both: +1 the attention kernels' CUDA
 # each CI test session's share of time, in interpreter starts (tests/time_budget.py: the session's wall time over one
 # fresh `python -c "import torch"` on the same machine, so that a slow machine does not fail it); over it, the session
 # fails naming its slowest tests
-# measured 348 and 185 on 2026-12-07 (77 patches); 427 and 203 on a clean clone of 7a2d85f (79 patches, +33 tests
-# today: the whole-object loads, the two new patches' repros and tests), 95% of today's first share: raised to 480
-TIME_BUDGET = {"today": 480, "0.4.0": 250}
+# measured 348 and 185 on 2026-12-07 (77 patches); with 79 patches, on clean clones the same afternoon, 427 and 540
+# for today (wall 1,524 and 1,552 s: the unit, measured then at the start only, was 3.57 and 2.87 s) and 203 for
+# 0.4.0. The unit is now the slower of a start and an end measure (tests/time_budget.py)
+TIME_BUDGET = {"today": 600, "0.4.0": 280}
 # the old releases a session installs beside its own (pip --target, no dependencies; never on its path): the tests
 # compare what a patch restores with the release that had it, bit for bit, or run one on the session's stack as a
 # legacy repository pins it (tests/conftest.py: reference_release)

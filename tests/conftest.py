@@ -64,6 +64,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session):
+    for budget in _time_budget:
+        budget.finish()
     for server in _warm["servers"].values():
         server.close()
     shutil.rmtree(SESSION_FOLDER, ignore_errors=True)
