@@ -27,32 +27,26 @@ from zeropatch._python_reader import handles_import_errors
 from zeropatch._repository import holds, module_file, root_of
 
 
-def _attribute_chain(node):
-    """``np.float``, ``torch._six.inf``, or a tuple of such: reading them calls nothing but attribute lookups."""
-    if isinstance(node, ast.Tuple):
-        return bool(node.elts) and all(_attribute_chain(element) for element in node.elts)
-    if not isinstance(node, ast.Attribute):
-        return False
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
+def _chain_roots(node):
+    """The names that ``np.float``, ``torch._six.inf``, or a tuple of such start from (``np``; reading them calls
+    nothing but attribute lookups); None for anything else."""
+    chains = node.elts if isinstance(node, ast.Tuple) else [node]
+    roots = []
+    for chain in chains:
+        if not isinstance(chain, ast.Attribute):
+            return None
+        while isinstance(chain, ast.Attribute):
+            chain = chain.value
+        if not isinstance(chain, ast.Name):
+            return None
+        roots.append(chain.id)
+    return roots or None
 
 
 def _reads_a_module_constant(node):
     targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
     return isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
-        _attribute_chain(node.value) and all(isinstance(target, ast.Name) for target in targets)
-
-
-def _root_names(node):
-    """The names an attribute chain (or a tuple of them) starts from: ``np`` of ``np.float``."""
-    chains = node.elts if isinstance(node, ast.Tuple) else [node]
-    roots = []
-    for chain in chains:
-        while isinstance(chain, ast.Attribute):
-            chain = chain.value
-        roots.append(chain.id)
-    return roots
+        _chain_roots(node.value) is not None and all(isinstance(target, ast.Name) for target in targets)
 
 
 def _sets_up_path(node):
@@ -145,11 +139,11 @@ def check(script, args, out=sys.stdout):
     broken = {}  # a package whose import failed -> the script line that failed first
     own = []  # the repository's own packages that do not import
     for node, optional in steps(tree):
-        if _reads_a_module_constant(node) and not all(isinstance(namespace.get(root), type(os))
-                                                      for root in _root_names(node.value)):
+        read = _reads_a_module_constant(node)
+        if read and not all(isinstance(namespace.get(root), type(os)) for root in _chain_roots(node.value)):
             continue  # read off a value the script builds at run time (``tok.bos_token_id``), not off a module
         imports += isinstance(node, (ast.Import, ast.ImportFrom))
-        reads += _reads_a_module_constant(node)
+        reads += read
         label = "note" if optional else "FAIL"
         under = [package for package in map(_first_missing, _imported_modules(node)) if package in broken]
         if under:  # its package failed above: not run again (it would fail the same way, or with a KeyError)

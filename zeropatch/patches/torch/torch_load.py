@@ -367,8 +367,9 @@ def _load_admitting_data_classes():
         source = args[0] if args else kwargs.get("f")
         rewind = _rewinder(source)
         importing = set()
+        root = job_root() if _load_objects.admits_objects() else None  # found once per load, not per reading
         while True:
-            objects = _load_objects.Admission(job_root()) if _load_objects.admits_objects() else None
+            objects = _load_objects.Admission(root) if root is not None else None
             with _Load(_admitted(importing), objects) as this_load:
                 try:
                     loaded = wrapped(*args, **kwargs)
