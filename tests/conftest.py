@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
+
 ROOT = Path(__file__).resolve().parent.parent
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 ZEROPATCH_VARIABLES = ("ZEROPATCH", "ZEROPATCH_DISABLE", "ZEROPATCH_STRICT", "ZEROPATCH_EMA_TARGETS", "ZEROPATCH_REPORT",
@@ -221,6 +223,9 @@ WARM_SERVERS = {"torch": ("torch",), "transformers": ("torch", "transformers.tra
 # a case that sets environment variables before its imports (HF_HOME, offline modes): a real interpreter where it sets
 # one a preloaded library reads at import, else torch's server (transformers' Trainer imports datasets and the hub)
 WRITES_THE_ENVIRONMENT = re.compile(r"os\.environ(\[[^]]*\]\s*=[^=]|\.update|\.setdefault)|putenv")
+# a variable name that begins with what a preloaded library reads at import (``HF_HOME``; not ``WORLD_SIZE``, which
+# holds ``LD_``)
+READ_AT_START_NAME = re.compile(r"(?<![\w])(?:" + "|".join(map(re.escape, forkserver.READ_AT_START)) + ")")
 _warm = {"servers": {}, "fresh_only": False}
 
 
@@ -240,14 +245,12 @@ def _case_source(argv):
 
 def _warm_interpreter(argv, env):
     """The warm interpreter that can run ``argv`` in ``env``, started on first use; None where a case needs a real one."""
-    import forkserver
-
     if _warm["fresh_only"] or os.environ.get("ZEROPATCH_TEST_WARM") == "0" or argv[0] != sys.executable or \
             len(argv) < 2:
         return None
     source = _case_source(argv)
     if WRITES_THE_ENVIRONMENT.search(source):  # what the server's libraries read at import, set by the case itself
-        if any(prefix in source for prefix in forkserver.READ_AT_START):
+        if READ_AT_START_NAME.search(source):
             return None
         kind = "torch"
     else:

@@ -12,8 +12,9 @@ instead): an environment that differs in what the preloaded libraries or the int
 but ``PYTHONPATH``, ``TORCH*``, ``OMP_*``, ...), a ``sitecustomize`` on its ``PYTHONPATH``, a case marked
 ``fresh_interpreter`` (the import orderings, zeropatch's laziness, the start-up hook: what happens *before* torch is
 imported), and anything but ``python -c`` or ``python SCRIPT``. The one thing every warm case shares: torch was
-imported before zeropatch, which is the "target first" order that every patch supports (the ordering matrix checks it;
-the repros, run under a real ``zeropatch run``, check the other order for every patch).
+imported before zeropatch, which is the "target first" order that every patch supports (the ordering matrix checks it,
+and the other order, for the patches that change a library in every way a patch can; the release sweep for every
+patch). The repros run warm too, in ``zeropatch run``'s environment with their records gathered as it gathers them.
 
 Run as ``python forkserver.py FD MODULE ...``: it imports the modules, says ``ready`` on the file descriptor FD (a
 pipe of the answers' own: what the libraries print goes to the server's stdout, a log), then reads one JSON request a line

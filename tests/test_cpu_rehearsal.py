@@ -485,3 +485,24 @@ def test_a_fabric_asked_for_cuda_trains_saves_and_resumes_on_cpu_processes(tmp_p
     for rank in range(devices):
         assert f"rank {rank} of {devices} on cpu: resumed at step 2" in result.stdout, result.stdout
     assert any("lightning_fabric: accelerator='cuda'" in what for what in mapped(report)), mapped(report)
+
+
+@requires("deepspeed")
+def test_deepspeed_fp16_script_trains_saves_and_resumes_on_two_cpu_ranks(tmp_path):
+    """A 2023 DeepSpeed fp16 ZeRO-2 script: its config's fractional min_loss_scale is refused by today's validation
+    (ds_config_keys keeps it, the loss scaler's floor), and DeepSpeed's CPU accelerator refuses fp16 where the CPU has
+    no native half arithmetic (the rehearsal admits it: torch's half kernels); it trains, saves and resumes."""
+    without = rehearse("train_deepspeed_fp16.py", tmp_path / "without", tmp_path / "without.json",
+                       ZEROPATCH_DISABLE="ds_config_keys")
+    assert without.returncode != 0 and "got a number with a fractional part" in without.stderr, without.stderr[-3000:]
+    asked = "from deepspeed.accelerator import get_accelerator; print('fp16', bool(get_accelerator().is_fp16_supported()))"
+    native = run_python(asked, env=clean_environment(ZEROPATCH="0"))
+    assert_ok(native)
+    report = tmp_path / "report.json"
+    result = rehearse("train_deepspeed_fp16.py", tmp_path / "rehearsed", report)
+    assert_ok(result)
+    assert "resumed fp16 ZeRO-2 on 2 ranks" in result.stdout and "floor 1e-10" in result.stdout, result.stdout
+    counts = mapped(report)
+    admitted = [what for what in counts if what.startswith("deepspeed: fp16 on the CPU")]
+    assert bool(admitted) == ("fp16 False" in native.stdout), (native.stdout, counts)  # where the CPU lacks it
+    assert counts["torch.cuda.set_device"] == 2 and counts["Tensor.cuda()"], counts

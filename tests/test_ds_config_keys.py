@@ -90,3 +90,42 @@ else:
     raise AssertionError("accepted")
 print("ok")
 '''))
+
+
+def test_a_fractional_min_loss_scale_is_the_loss_scalers_floor_as_written():
+    """2022-2023 fp16 configs wrote ``"min_loss_scale": 1e-10`` (no floor), which DeepSpeed read as a float; its integer
+    field now refuses it. Kept, the loss scaler gets the number written; whole numbers and what DeepSpeed refuses for
+    another reason (zero, negative: no floor at all) are left to DeepSpeed."""
+    assert_ok(run_python(BUILD + '''
+import copy, math
+from zeropatch.patches.deepspeed.ds_config_keys import _integer_floor
+def fp16(**keys):
+    return {"train_batch_size": 1, "fp16": {"enabled": True, "loss_scale": 0, **keys}}
+if not _integer_floor():
+    print("this DeepSpeed reads min_loss_scale as written"); raise SystemExit(0)
+import zeropatch
+legacy = fp16(min_loss_scale=1e-10, initial_scale_power=12)
+kept = copy.deepcopy(legacy)
+config = DeepSpeedConfig(legacy)
+assert legacy == kept  # the user's dict is not modified
+assert config.float16_config.min_loss_scale == 1e-10 and config.float16_config.initial_scale_power == 12
+assert config.float16_config.dynamic_loss_scale_args()["min_scale"] == 1e-10  # what the loss scaler is built from
+assert any("fp16.min_loss_scale=1e-10 kept" in r for r in records), records
+assert DeepSpeedConfig(fp16(min_loss_scale=2)).float16_config.min_loss_scale == 2
+assert DeepSpeedConfig(fp16(min_loss_scale=0.5)).float16_config.min_loss_scale == 0.5
+for refused in (0.0, -1e-10, math.nan):
+    try:
+        DeepSpeedConfig(fp16(min_loss_scale=refused))
+    except Exception as error:
+        assert "min_loss_scale" in str(error), error
+    else:
+        raise AssertionError(f"min_loss_scale={refused} accepted")
+zeropatch.uninstall("ds_config_keys")
+try:
+    DeepSpeedConfig(fp16(min_loss_scale=1e-10))
+except Exception as error:
+    assert "got a number with a fractional part" in str(error), error
+else:
+    raise AssertionError("DeepSpeed accepts a fractional min_loss_scale: the patch is not needed here")
+print("ok")
+'''))

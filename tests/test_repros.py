@@ -1,6 +1,7 @@
 """Every patch's repro.py, run as a user runs it, both ways. Where the installed target has the bug, the repro must
 fail without the patch (with the documented error: the patch is still needed) and pass with it, the patch
-reported `applied` by `zeropatch run`'s job report. Where the installed release does not have the bug, the repro
+reported `applied` in the job's records as `zeropatch run` gathers them (its environment; both runs in a fork of the
+warm interpreter where they can: tests/forkserver.py). Where the installed release does not have the bug, the repro
 must pass without zeropatch and the patch must report `not-needed` (it changes nothing there)."""
 
 import json
@@ -344,19 +345,29 @@ REPROS = {
 }
 
 
-def run(name, patches, extra_env, report=None):
+def run(name, patches, extra_env, job_folder=None):
+    """The repro without zeropatch (``patches`` None), or as ``zeropatch run --patches PATCHES`` runs it: the job's
+    environment (``_job.run_environment``), its processes' records left in ``job_folder``. The bootstrap folder is left
+    off ``PYTHONPATH``: the regular install's start-up hook reads ``ZEROPATCH`` as it does, and the case can then run
+    in a fork of the warm interpreter (torch, or transformers' Trainer, imported before zeropatch: the order every
+    patch supports; the ordering matrix runs the other order)."""
+    from zeropatch import _job
+
     repro = ROOT / "patches" / name / "repro.py"
     env = clean_environment(**extra_env)
     if patches is None:
         return run_command([sys.executable, repro], env=env, step=f"{name} repro without zeropatch")
-    if report is not None:
-        env["ZEROPATCH_REPORT"] = str(report)
-    return run_command([sys.executable, "-m", "zeropatch", "run", "--patches", patches, "--", sys.executable, repro],
-                       env=env, step=f"{name} repro under zeropatch run")
+    env = _job.run_environment(env, patches, str(job_folder))
+    env["PYTHONPATH"] = os.pathsep.join(path for path in env["PYTHONPATH"].split(os.pathsep)
+                                        if path != _job.bootstrap_path())
+    return run_command([sys.executable, repro], env=env, step=f"{name} repro with zeropatch (--patches {patches})")
 
 
-def reported_states(report, name):
-    return {record["state"] for process in json.loads(report.read_text())["processes"]
+def reported_states(job_folder, name):
+    """The states the job's processes recorded for patch ``name`` (``zeropatch run``'s report, gathered)."""
+    from zeropatch import _job
+
+    return {record["state"] for process in _job.gather(str(job_folder), [], 0)["processes"]
             for record in process["patches"] if record["name"] == name}
 
 
@@ -398,11 +409,12 @@ def test_repro_fails_without_the_patch_and_passes_with_it(name, tmp_path):
     elif bug is False:
         assert_ok(run(name, without_patches, extra_env))
     # UNFORCED: the plain run is left out, since the race may strike or not
-    report = tmp_path / "report.json"
-    with_patch = run(name, with_patches, extra_env, report)
+    job_folder = tmp_path / "job"
+    job_folder.mkdir()
+    with_patch = run(name, with_patches, extra_env, job_folder)
     assert_ok(with_patch)
     assert success in with_patch.stdout, with_patch.stdout
-    states = reported_states(report, name)
+    states = reported_states(job_folder, name)
     if bug:  # UNFORCED included: the patch applies there too
         assert "applied" in states, states
     else:

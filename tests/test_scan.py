@@ -172,6 +172,20 @@ def test_launch_options_in_either_spelling_and_keys_in_configuration_files(tmp_p
                                                 ("scripts/finetune.sh", 2, "options")]
 
 
+def test_a_key_given_a_value_that_breaks_in_configuration_files_and_dict_literals(tmp_path):
+    """``key NAME matching REGEX``: the value as written must match (ds_config_keys' fractional min_loss_scale), in a
+    JSON / YAML file and a Python dict literal; whole numbers are left alone."""
+    from zeropatch.patches.deepspeed.ds_config_keys import FRACTION
+
+    files = {"ds.json": '{"fp16": {"min_loss_scale": 1e-10}}\n{"fp16": {"min_loss_scale": 1}}\n',
+             "ds.yaml": "fp16:\n  min_loss_scale: 0.0001\n  min_loss_scale: 2.0\n",
+             "train.py": 'CONFIG = {"fp16": {"min_loss_scale": 1e-10}}\nOTHER = {"min_loss_scale": 1}\n'}
+    assert found(tmp_path, files, Sample("floor", f"key min_loss_scale matching {FRACTION}")) == [
+        ("ds.json", 1, "floor"), ("ds.yaml", 2, "floor"), ("train.py", 1, "floor")]
+    with pytest.raises(ValueError, match="not a regular expression"):
+        Signature("key min_loss_scale matching (")
+
+
 def test_an_option_of_a_librarys_command_line_only_where_the_repository_uses_that_command_line(tmp_path):
     """``option --NAME of DOTTED``: a diffusers-style script's own ``--logging_dir`` (its argparse defines it) is not
     TrainingArguments' option, nor one in a repository that never names HfArgumentParser / TrainingArguments; one that

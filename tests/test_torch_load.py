@@ -325,3 +325,19 @@ assert not calls, calls
 print("ok")
 '''))
 
+
+
+def test_explain_of_the_first_line_alone_says_the_patch_may_fix_it_and_what_decides():
+    """torch's weights-only refusal cut after its first line does not name the global that decides whether torch_load
+    admits it: `explain` says "may fix" and what to look at, never "fixes"; the whole message decides."""
+    from zeropatch._explain import explanation
+
+    here = lambda patch: ("torch (any)", "waiting")
+    first_line = ("_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have "
+                  "two options, do those steps only if you trust the source of the checkpoint.")
+    lines, fixed = explanation(first_line, here)
+    assert not fixed and lines[0].startswith("torch_load may fix this: it depends on the global torch refused"), lines
+    assert not any("No zeropatch patch is known" in line for line in lines), lines
+    whole = first_line + "\n WeightsUnpickler error: Unsupported global: GLOBAL argparse.Namespace was not an allowed global"
+    lines, fixed = explanation(whole, here)
+    assert fixed and lines[0].startswith("torch_load: ") and not any("may fix" in line for line in lines), lines

@@ -5,7 +5,7 @@ run time by ``zeropatch._history``:
 
 For each library it downloads (``pip download``, no dependencies; a wheel, else the sdist; torch's for macOS, the same
 Python files without CUDA's libraries) the newest patch release of
-each minor release since 2021 into a cache outside the repository (``--cache``; default
+each minor release since 2021 (every release, for the libraries in ``EVERY_RELEASE``) into a cache outside the repository (``--cache``; default
 ``$XDG_CACHE_HOME/zeropatch-api-history``, else ``/tmp/zeropatch-api-history``), reads the ``.py`` files straight from
 the archive (never importing them) and records, per release and module, each public name: how it is bound (``def``,
 ``class``, ``assign``, ``reexport``), the module that defines it, and a fingerprint (a hash of the definition's AST,
@@ -13,7 +13,8 @@ its own name left out). Re-exports are followed: ``from .x import y [as z]``, ``
 lazy modules of transformers and diffusers (``_import_structure`` dict literals and their ``[...] = [...]``,
 ``.extend`` / ``.append`` of literals; ``define_import_structure`` packages through their ``TYPE_CHECKING`` imports and
 the submodules' ``__all__``). Not decidable statically, so not seen: names made by code (``globals().update``, list
-comprehensions over ``dir()``), names of compiled extensions, and a module's ``__getattr__``; the ``dummy_*`` stand-in
+comprehensions over ``dir()``), names of compiled extensions, and what a module's ``__getattr__`` computes (the names
+it compares its argument with are read: deepspeed's ``HAS_TRITON``); the ``dummy_*`` stand-in
 modules are left out.
 
 Between consecutive releases, each module or name the older had and the newer lacks is recorded once:
@@ -58,7 +59,7 @@ from packaging.version import InvalidVersion, Version
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "zeropatch", "_api_history")
 HOLDERS = os.path.join(os.path.dirname(HERE), "zeropatch", "_history_holders.py")
-FORMAT = 12  # bumped when the tables change: cached tables of another format are read again
+FORMAT = 13  # bumped when the tables change: cached tables of another format are read again
 
 # distribution -> (its top-level packages, the first minor release since 2021 (released in 2021 or its last patch
 # release was)): the history starts there
@@ -78,7 +79,16 @@ LIBRARIES = {
     "numpy": (("numpy",), "1.20"),
     "setuptools": (("setuptools", "pkg_resources"), "52.0"),
     "torch": (("torch",), "1.8"),
+    # the distributed engines and what was built on the core stack (issue 55)
+    "colossalai": (("colossalai",), "0.1"),
+    "deepspeed": (("deepspeed",), "0.4"),  # (0.3.x: only development releases are left on the registry)
+    "trl": (("trl",), "0.1"),
+    "lightning-fabric": (("lightning_fabric",), "1.9"),
+    "bitsandbytes": (("bitsandbytes",), "0.26"),
 }
+# libraries read at every patch release, not the newest of each minor one: ColossalAI 0.2.x-0.3.x moved and removed
+# whole APIs between patch releases (ZeroDDP, ColoInitContext, ProcessGroup), which a minor's last release never shows
+EVERY_RELEASE = {"colossalai"}
 # names a library's own lazy modules answer from the release named on (not statically decidable, so declared here):
 # transformers 5's answer `XTokenizerFast` / `XImageProcessorFast` with `XTokenizer` / `XImageProcessor`
 ANSWERED = {"transformers": ("5.0", ("TokenizerFast", "ImageProcessorFast"))}
@@ -353,7 +363,7 @@ class Module:
 
     def __init__(self, name, is_package, tree, lines):
         self.name, self.is_package, self.lines = name, is_package, lines
-        self.bindings, self.stars, self.all = {}, [], None
+        self.bindings, self.stars, self.all, self.answered = {}, [], None, []
         for node in _statements(tree.body):
             self._read(node)
         del self.lines
@@ -368,6 +378,8 @@ class Module:
                     alias = self.bindings.get(alias)
                     alias = alias if alias and alias[0] == "from" else None
             self.bindings[node.name] = (kind, _fingerprint(node, self.lines), alias, _hint(node))
+            if node.name == "__getattr__" and node.args.args:
+                self.answered = _compared_names(node, node.args.args[0].arg)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _attach_table(node.value):
             table = _attach_table(node.value)  # __getattr__, __dir__, __all__ = _attach(__name__, ..., submod_attrs={})
             for key, value in zip(table.keys, table.values):
@@ -417,6 +429,20 @@ class Module:
         source = _absolute(self.name, self.is_package, 1, key.value)
         for name in names:
             self.bindings.setdefault(name, ("from", source, name))
+
+
+def _compared_names(function, parameter):
+    """The names a module's ``__getattr__`` answers by comparing its parameter with literals (``if name ==
+    "HAS_TRITON"``, ``name in ("a", "b")``): bound as far as an importer can tell."""
+    names = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.In)):
+            left, right = node.left, node.comparators[0]
+            if getattr(right, "id", None) == parameter and isinstance(node.ops[0], ast.Eq):
+                left, right = right, left
+            if getattr(left, "id", None) == parameter:
+                names += [right.value] if isinstance(right, ast.Constant) else _literal_strings(right) or []
+    return [name for name in names if isinstance(name, str) and name.isidentifier()]
 
 
 def _attach_table(call):
@@ -537,6 +563,8 @@ class Release:
         getattr_binding = read.bindings.get("__getattr__")
         if getattr_binding and getattr_binding[0] == "def":  # it answers names a static read cannot see
             table["__getattr__"] = ["answers", module, None, None, getattr_binding[3]]
+            for name in read.answered:  # and those it names (never recorded as removed: nothing says how they went)
+                table.setdefault(name, ["answers", module, None, None, None])
         self.tables[module] = table
         return table
 
@@ -571,7 +599,7 @@ def _index(tables):
         for name, (kind, defined, fingerprint, _, _) in table.items():
             if fingerprint:
                 by_print.setdefault(fingerprint, []).append((module, name, defined))
-            if kind != "module":
+            if kind not in ("module", "answers"):
                 by_name.setdefault(name, []).append((module, defined))
     return by_print, by_name
 
@@ -728,6 +756,8 @@ def build(distribution, cache, out):
     started = time.monotonic()
     tops, first = LIBRARIES[distribution]
     versions = releases(distribution, first)
+    if distribution in EVERY_RELEASE:
+        versions = [[version] for patches in versions for version in reversed(patches)]
     usable = []
     for patches in versions:  # the newest patch release of the minor release that can be downloaded
         for version in patches:

@@ -47,13 +47,16 @@ class Patch:
     zeropatch release that brought the patch (the changelog and the documentation's catalogue are written from it).
     ``legacy_only``: (distribution, release) where the patch fixes the failure only for code written for a release of
     the distribution before that one (``zeropatch._legacy``), so that ``check`` calls it fixed only there.
+    ``maybe_errors``: (error pattern, what decides) pairs for a text that shows this patch's drift without what decides
+    whether the patch fixes it (torch's weights-only refusal cut after its first line, before the global it names):
+    ``explain`` says the patch may fix it and what to look at, never that it does.
     """
 
     __slots__ = ("name", "summary", "package", "affected", "targets", "errors", "default", "apply", "provides",
-                 "unfixable", "brings", "report", "looks_for", "since", "legacy_only")
+                 "unfixable", "brings", "report", "looks_for", "since", "legacy_only", "maybe_errors")
 
     def __init__(self, name, *, summary, package, affected, targets, apply, errors=(), default=True, provides=False,
-                 unfixable=(), brings=(), report=None, looks_for=(), since=None, legacy_only=None):
+                 unfixable=(), brings=(), report=None, looks_for=(), since=None, legacy_only=None, maybe_errors=()):
         self.name = name
         self.summary = summary
         self.package = package
@@ -69,6 +72,7 @@ class Patch:
         self.looks_for = tuple(looks_for)
         self.since = since
         self.legacy_only = tuple(legacy_only) if legacy_only else None
+        self.maybe_errors = tuple(maybe_errors)
 
     def target_modules(self):
         return tuple(self.targets() if callable(self.targets) else self.targets)

@@ -27,5 +27,5 @@ from zeropatch._lifecycle import activate_from_environment, install, uninstall  
 from zeropatch._log import inform_once, logger, warn_once  # noqa: F401
 from zeropatch._patcher import _ABSENT, Patcher, _PutBack, lacks  # noqa: F401
 from zeropatch._registry import PATCHES_FOLDER, _registry, patch_modules, register  # noqa: F401
-from zeropatch._status import advice_for_error, patches_for_error, report_to_job, status  # noqa: F401
+from zeropatch._status import advice_for_error, patches_for_error, patches_that_may_fix, report_to_job, status  # noqa: F401
 from zeropatch._versions import installed_version, version_tuple  # noqa: F401

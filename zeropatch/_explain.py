@@ -50,7 +50,12 @@ def explanation(text, here=_here):
     from zeropatch._history import describe
 
     patches, records = fixes_for(text)
-    if not patches:
+    maybe = [(patch, decides) for patch, decides in _core.patches_that_may_fix(text) if patch not in patches]
+    for patch, decides in maybe:
+        affected, state = here(patch)
+        lines += [f"{patch.name} may fix this: {decides}", f"  {patch.name}: {patch.summary}",
+                  f"  affected: {affected}", f"  here: {state}"]
+    if not patches and not maybe:
         from zeropatch._stdlib_removals import removals_for_error
 
         lines += [f"No patch can fix this ({module} was removed in Python {'.'.join(map(str, release))}): {advice}"

@@ -262,9 +262,10 @@ class PythonFileReader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Dict(self, node):
-        for key in node.keys:
+        for key, value in zip(node.keys, node.values):
             for signature, patch in self.table["key"]:
-                if isinstance(key, ast.Constant) and key.value == signature.target:
+                if isinstance(key, ast.Constant) and key.value == signature.target and (
+                        signature.value is None or signature.value.fullmatch(ast.unparse(value))):
                     self._found(key, signature, patch)
         self.generic_visit(node)
 

@@ -6,7 +6,7 @@ import os
 
 PATCHES_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patches")
 FIELDS = ("name", "summary", "package", "affected", "errors", "default", "provides", "unfixable", "brings", "legacy_only",
-          "looks_for", "since")
+          "looks_for", "since", "maybe_errors")
 
 
 class IndexedPatch:

@@ -70,7 +70,8 @@ def _root_modules(base, files):
 def _text_pattern(signature):
     """An option in either spelling, or a key as JSON / YAML write it."""
     if signature.kind == "key":
-        return re.compile(r"(?<![\w-])[\"']?" + re.escape(signature.target) + r"[\"']?\s*:")
+        value = r"\s*[\"']?(?:" + signature.value.pattern + r")(?![\w.])" if signature.value else ""
+        return re.compile(r"(?<![\w-])[\"']?" + re.escape(signature.target) + r"[\"']?\s*:" + value)
     body = re.escape(signature.target[2:]).replace("_", "[-_]")
     return re.compile(r"(?<![\w-])--" + body + r"(?![\w-])")
 

@@ -29,7 +29,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 - ``default DOTTED``: a field of a class decorated with ``DOTTED`` (``dataclasses.dataclass``) whose default is an
   instance of a class of the repository decorated with it that has no ``__hash__`` (neither ``frozen`` nor
   ``unsafe_hash``, ``eq`` kept): ``common: CommonConfig = CommonConfig()``, or ``field(default=CommonConfig())``;
-- ``key NAME``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python dict literal;
+- ``key NAME [matching REGEX]``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python
+  dict literal; ``matching REGEX``: only where its value, as written, matches (``"min_loss_scale": 1e-10``, not ``1``);
 - ``pin DIST[<VERSION]``: the repository's requirement files (``_pins``) require the distribution ``DIST``, or with
   ``<VERSION`` pin it to releases before ``VERSION`` only: an old release of another library whose own code meets the
   drift (``pin diffusers<0.29``: diffusers 0.24 imports what huggingface_hub 1.0 removed).
@@ -45,7 +46,7 @@ KINDS = ("import", "name", "attribute", "call", "override", "define", "option", 
 class Signature:
     """One parsed ``looks_for`` entry."""
 
-    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "before", "owners", "text")
+    __slots__ = ("kind", "target", "method", "keyword", "values", "present", "before", "owners", "value", "text")
 
     def __init__(self, text):
         words = text.split()
@@ -63,6 +64,9 @@ class Signature:
             self.before = _release(text, release)
         self.method = None
         self.owners = None  # for an option: the names whose command line it belongs to (None: any)
+        self.value = None  # for a key: the pattern its value, as written, must match (None: any)
+        if self.kind == "key" and len(rest) == 2 and rest[0] == "matching":
+            self.value, rest = _pattern(text, rest[1]), []
         if self.kind == "option" and len(rest) == 2 and rest[0] == "of":
             self.owners, rest = frozenset(rest[1].split("|")), []
         if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
@@ -81,13 +85,21 @@ class Signature:
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'name "
                              f"MODULE.* without NAMES', 'attribute NAME', 'call DOTTED [with|without KEYWORDS]', "
                              f"'override DOTTED METHOD', 'define DOTTED METHOD [with|without NAMES]', 'option --NAME "
-                             f"[of DOTTED]', 'key NAME', 'pin DIST[<VERSION]', 'default DOTTED'")
+                             f"[of DOTTED]', 'key NAME [matching REGEX]', 'pin DIST[<VERSION]', 'default DOTTED'")
 
 
 def _release(text, value):
     if not re.fullmatch(r"\d+(\.\d+)*", value):
         raise ValueError(f"looks_for entry {text!r}: {value!r} after '<' is not a release (0.29, 4.46.3)")
     return version_tuple(value)
+
+
+def _pattern(text, value):
+    try:
+        return re.compile(value)
+    except re.error as error:
+        raise ValueError(f"looks_for entry {text!r}: {value!r} after 'matching' is not a regular expression: "
+                         f"{error}") from None
 
 
 def _literal(text, value):

@@ -103,6 +103,14 @@ def patches_for_error(text):
     return [entry.patch for entry in _registry().values() if any(re.search(pattern, text) for pattern in entry.patch.errors)]
 
 
+def patches_that_may_fix(text):
+    """(patch, what decides) for each patch whose drift ``text`` shows without what decides whether it fixes it."""
+    import re
+
+    return [(entry.patch, decides) for entry in _registry().values() for pattern, decides in entry.patch.maybe_errors
+            if re.search(pattern, text)]
+
+
 def advice_for_error(text):
     """(patch, advice) for each failure in ``text`` that a patch knows of but cannot fix."""
     import re

@@ -37,9 +37,9 @@ from zeropatch._patcher import LACKS_ASKING, ModuleGetter
 
 ENV_OFF = "ZEROPATCH_MOVED_NAMES_OFF"
 # the history's top-level packages (tests/test_moved_names.py: its files)
-LIBRARIES = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "numpy", "omegaconf", "peft",
-             "pkg_resources", "pytorch_lightning", "setuptools", "timm", "torch", "torchaudio", "torchvision",
-             "transformers")
+LIBRARIES = ("PIL", "accelerate", "bitsandbytes", "colossalai", "datasets", "deepspeed", "diffusers", "huggingface_hub",
+             "lightning_fabric", "numpy", "omegaconf", "peft", "pkg_resources", "pytorch_lightning", "setuptools", "timm",
+             "torch", "torchaudio", "torchvision", "transformers", "trl")
 _TALLY = Tally()  # "old -> successor" -> how many times it was answered
 
 
@@ -217,7 +217,7 @@ PATCH = Patch(
     summary="an import of a module or name a covered library moved (or kept as an alias a while) is answered with its "
     "successor, from the API history",
     package=HISTORY,
-    affected="every release of the 15 libraries in the API history that lacks a module or name an earlier one had "
+    affected="every release of the 20 libraries in the API history that lacks a module or name an earlier one had "
              "(2021 to today; the history's records are checked against the installed releases by "
              "tests/test_history.py, not swept)",
     targets=LIBRARIES,

@@ -28,6 +28,9 @@ from what the machine has, are told the truth (a CPU); everything asked of "the 
   ``--bf16`` runs as bfloat16 autocast on the CPU; ``--tf32`` is accepted and the CPU keeps float32 matmuls. A Lightning
   Trainer or Fabric asked for GPUs (``accelerator="gpu"`` / ``"cuda"``, 1.x's ``gpus="0,1"``; pytorch_lightning,
   lightning_fabric and the unified lightning package) trains with as many CPU processes, its strategy (DDP) over gloo.
+  DeepSpeed's CPU accelerator, which admits fp16 only on CPUs with native half arithmetic ("Type fp16 is not
+  supported on your device"), is told it has it: an ``fp16`` config trains through torch's CPU half kernels, with
+  DeepSpeed's fp16 optimizer and dynamic loss scaler, as the job will on the GPU.
 No part of it starts on a machine with a real GPU (CUDA or ROCm) unless asked (``zeropatch run --cpu``); it reports
 at exit what it mapped. A rehearsal proves the script runs end to end, not its speed, memory or GPU kernels.
 """
@@ -53,6 +56,7 @@ LIGHTNING_CONNECTORS = {LIGHTNING_CONNECTOR: "_AcceleratorConnector",
                         "lightning.pytorch.trainer.connectors.accelerator_connector": "_AcceleratorConnector",
                         "lightning_fabric.connector": "_Connector", "lightning.fabric.connector": "_Connector"}
 FSDP1_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
+DEEPSPEED_CPU = "deepspeed.accelerator.cpu_accelerator"
 MODELING_UTILS = "transformers.modeling_utils"
 GPU_ACCELERATORS = ("gpu", "cuda")
 
@@ -232,6 +236,21 @@ def _on_lightning(patcher, connector):
     return f"a Lightning {what} asked for GPUs trains with as many CPU processes"
 
 
+def _on_deepspeed_cpu(patcher, cpu_accelerator):
+    """DeepSpeed's fp16 on the CPU: its accelerator admits half precision, which torch computes on any CPU."""
+    accelerator = getattr(cpu_accelerator, "CPU_Accelerator", None)
+    if accelerator is None or not hasattr(accelerator, "is_fp16_supported"):
+        raise Skip(f"{DEEPSPEED_CPU} has no CPU_Accelerator.is_fp16_supported")
+
+    def fp16_on_the_cpu(wrapped, instance, args, kwargs):
+        if not wrapped(*args, **kwargs):
+            count("deepspeed: fp16 on the CPU (torch's half kernels; the GPU's are not rehearsed)")
+        return True
+
+    patcher.wrap(accelerator, "is_fp16_supported", fp16_on_the_cpu)
+    return "DeepSpeed's fp16 configs train on the CPU (torch's half kernels)"
+
+
 def apply(patcher, module):
     _stay_off_where_a_gpu_is()
     if module.__name__ in LIGHTNING_CONNECTORS:
@@ -246,6 +265,8 @@ def apply(patcher, module):
         return on_fsdp1(patcher, module)
     if module.__name__ == MODELING_UTILS:
         return _on_modeling_utils(patcher, module)
+    if module.__name__ == DEEPSPEED_CPU:
+        return _on_deepspeed_cpu(patcher, module)
     return _on_torch(patcher, module)
 
 
@@ -256,7 +277,8 @@ PATCH = Patch(
     "and ColossalAI set up on the CPU; for correctness, not speed",
     package="torch",
     affected="2.6.0-2.15.0 (any release, on a machine without a GPU)",
-    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, *LIGHTNING_CONNECTORS, FSDP1_MODULE, MODELING_UTILS),
+    targets=("torch", ACCELERATE_STATE, T5_MODULE, TRAINING_ARGS, *LIGHTNING_CONNECTORS, FSDP1_MODULE, MODELING_UTILS,
+             DEEPSPEED_CPU),
     apply=apply,
     default=False,
     brings=("colossalai_cpu",),
@@ -274,6 +296,7 @@ PATCH = Patch(
         r"--tf32 requires Ampere or a newer GPU arch",
         r"The module has CPU parameters or buffers when `sync_module_states=True`",
         r"There are currently no available devices found, must be one of",
+        r"Type fp16 is not supported on your device",
     ),
     looks_for=("call *.cuda", "call torch.cuda.set_device", "option --bf16", "option --tf32"),
 )

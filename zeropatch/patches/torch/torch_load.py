@@ -439,6 +439,10 @@ PATCH = Patch(
     apply=apply,
     errors=(r"Weights only load failed[\s\S]*Unsupported global: GLOBAL (" +
             "|".join(name.replace(".", r"\.") for name in ALLOWED) + r"|torch\.nn\.[\w.]+)\b",),
+    maybe_errors=((r"Weights only load failed",
+                   "it depends on the global torch refused (`Unsupported global: GLOBAL ...`, a few lines into the "
+                   "full message): torch_load admits numpy, argparse and Python data classes, torch.nn modules and the "
+                   "classes the job's own repository defines, never other code"),),
     looks_for=("call torch.load without weights_only",),
     report=report,
 )
