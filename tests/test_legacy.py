@@ -29,6 +29,11 @@ def pin_in(tmp_path, name, text, package="transformers"):
      ("transformers>=4.31.0", (4, 31, 0), None)),
     ("environment.yml", "dependencies:\n  - transformers=4.19.2\n  - pip:\n    - omegaconf\n",
      ("transformers=4.19.2", (4, 19, 2), None)),
+    # a VCS install at a release tag pins that release
+    ("requirements.txt", "transformers @ git+https://github.com/huggingface/transformers@v4.31.0\n",
+     ("transformers @ v4.31.0", (4, 31, 0), None)),
+    ("requirements.txt", "git+https://github.com/huggingface/transformers.git@4.28.1#egg=transformers\n",
+     ("transformers @ 4.28.1", (4, 28, 1), None)),
 ])
 def test_pins_as_real_repositories_write_them(tmp_path, name, text, expected):
     assert pin_in(tmp_path, name, text) == expected
@@ -39,6 +44,22 @@ def test_pins_as_real_repositories_write_them(tmp_path, name, text, expected):
                                   "transformers @ git+https://github.com/huggingface/transformers.git@main\n"])
 def test_what_is_not_a_versioned_pin_of_the_package_is_not_one(tmp_path, text):
     assert pin_in(tmp_path, "requirements.txt", text) is None
+
+
+def test_a_vcs_install_at_a_commit_is_named_in_the_decision_not_taken_for_a_release(tmp_path):
+    """``transformers @ git+...@c612628``: which release that commit led to cannot be read offline; the decision says
+    so and how to declare it, where it said "no pin of transformers found"."""
+    from zeropatch._legacy import decide_in
+    from zeropatch._pins import find_commit
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(
+        "torch\ntransformers @ git+https://github.com/huggingface/transformers@c612628\n")
+    assert find_pin("transformers", tmp_path) is None
+    assert find_commit("transformers", tmp_path) == (str(tmp_path / "requirements.txt"), "c612628")
+    decision = decide_in("transformers", "5.0.0", str(tmp_path))
+    assert "installs transformers at commit c612628" in decision.why and "ZEROPATCH_LEGACY=transformers==" in \
+        decision.why, decision.why
 
 
 def test_the_search_goes_up_to_the_repository_root_and_no_further(tmp_path):

@@ -169,6 +169,9 @@ CASES = {
     "mmcv_yapf": (("yapf",), ("yapf.yapflib.yapf_api",),
                   "from yapf.yapflib.yapf_api import FormatCode; assert FormatCode('x=1\\n')[0] == 'x = 1\\n'", True),
     "torch_six": (("torch",), ("torch._six",), "import torch; assert torch.ones(1).sum() == 1", False),
+    "torch_removed_names": (("torch",), ("torch._utils", "torch.autograd.profiler", "torch.profiler.profiler"),
+                            "import torch; assert torch.utils.data.random_split(range(4), [3, 1])[0].indices and "
+                            "torch.autograd.profiler.profile(use_device=None).use_device is None", False),
     "torch_stft_real": (("torch",), ("torch",), "import torch; w = torch.ones(4); assert torch.stft(torch.ones(8), 4, "
                         "window=w, return_complex=True).is_complex() and torch.ones(8).stft(4, window=w, "
                         "return_complex=False).shape[-1] == 2", False),

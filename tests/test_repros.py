@@ -301,6 +301,8 @@ REPROS = {
                     "repro: timm 0.6's layer paths imported and the timm 0.6 checkpoint loaded"),
     "torch_six": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                   "repro: torch._six imported and used"),
+    "torch_removed_names": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2, 3), None,
+                            "repro: the dataset split into [6, 3, 1] with torch 2.2's _accumulate"),
     "torch_stft_real": (("torch",), None, "all", {}, lambda: distribution_version("torch") >= (2,), None,
                         "repro: spectrograms, STFT loss and resynthesis as on torch 1.x"),
     "numpy_aliases": (("numpy",), None, "all", {}, lambda: distribution_version("numpy") >= (1, 24), None,

@@ -20,7 +20,7 @@ import re
 import sys
 
 from zeropatch._log import warn_once
-from zeropatch._pins import admitted, find_pin
+from zeropatch._pins import admitted, find_commit, find_pin
 from zeropatch._versions import installed_version, version_tuple
 
 ENV_LEGACY = "ZEROPATCH_LEGACY"
@@ -121,6 +121,11 @@ def _pinned(distribution, changed, changed_text, folder=None):
     folder = folder or script_folder()
     found = find_pin(distribution, folder)
     if found is None:
+        commit = find_commit(distribution, folder)
+        if commit is not None:
+            return Decision(False, f"{commit[0]} installs {distribution} at commit {commit[1]}, whose release cannot "
+                                   f"be read offline (declare it: {ENV_LEGACY}={distribution}==RELEASE, the release "
+                                   f"that commit led to)")
         return Decision(False, f"no pin of {distribution} found from {folder} up to its repository's root "
                                f"(declare legacy code with {ENV_LEGACY}={distribution})")
     return _written_for(*found, distribution, changed, changed_text)

@@ -13,7 +13,11 @@ PIN_FILES = ("requirements.txt", "requirements", "setup.py", "setup.cfg", "pypro
 _SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<|=)\s*v?(\d+(?:\.\d+)*)(?:\.\*)?")
 _SPECIFIERS = r"((?:(?:===|==|~=|>=|<=|!=|>|<|=)\s*v?[\d.*]+[\w.+-]*\s*,?\s*)+)"
 MAX_BYTES = 1 << 20
-Requirement = namedtuple("Requirement", "number line pin specifiers lowest upper")  # one line requiring a distribution
+# one line requiring a distribution; ``commit``: the commit a VCS install names (``...@c612628``), whose release cannot
+# be read offline
+Requirement = namedtuple("Requirement", "number line pin specifiers lowest upper commit", defaults=(None,))
+_RELEASE_TAG = re.compile(r"v?(\d+(?:\.\d+)+)")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def find_pin(distribution, folder):
@@ -23,6 +27,16 @@ def find_pin(distribution, folder):
         for found in requirements(distribution, read(path)):
             if found.specifiers:
                 return path, found.pin, found.lowest, found.upper
+    return None
+
+
+def find_commit(distribution, folder):
+    """(file, commit) of the first VCS install of ``distribution`` at a commit, from ``folder`` up to its repository's
+    root; None if there is none."""
+    for path in pin_files(folder):
+        for found in requirements(distribution, read(path)):
+            if found.commit:
+                return path, found.commit
     return None
 
 
@@ -69,14 +83,26 @@ def requirements(distribution, text):
     """Each line of a requirement file's text that requires ``distribution``, as a Requirement: the line number, the
     line, the requirement as written, its version specifiers ("" for none) and the (lowest, upper) releases they
     admit. A bare name (``clip``, ``- clip``, ``"clip",``) and a VCS install
-    (``git+https://github.com/openai/CLIP.git@main#egg=clip``) require it without a version."""
+    (``git+https://github.com/openai/CLIP.git@main#egg=clip``) require it without a version; a VCS install at a release
+    tag (``transformers @ git+https://github.com/huggingface/transformers@v4.31.0``) pins that release, and one at a
+    commit (``...@c612628``) names the commit."""
     spelled = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", distribution))
     versioned = re.compile(r"(?<![\w.-])" + spelled + r"(?![\w-])\s*(?:\[[^\]\n]*\])?\s*" + _SPECIFIERS, re.IGNORECASE)
     bare = re.compile(r"^\s*(?:-\s*)?[\"']?" + spelled + r"(?:\[[^\]\n]*\])?[\"']?\s*,?\s*(?:#.*)?$"
                       r"|[#&]egg=" + spelled + r"(?![\w-])|/" + spelled + r"(?:\.git)?(?:@[^\s#]*)?(?:#|\s|$)",
                       re.IGNORECASE)
+    vcs = re.compile(r"(?:git|hg|svn|bzr)\+\S*?/" + spelled + r"(?:\.git)?@([^\s#&@]+)", re.IGNORECASE)
     found = []
     for number, line in enumerate(text.splitlines(), 1):
+        at = vcs.search(line)
+        tag = at and _RELEASE_TAG.fullmatch(at.group(1))
+        if tag:
+            release = version_tuple(tag.group(1))
+            found.append(Requirement(number, line, f"{distribution} @ {at.group(1)}", f"=={tag.group(1)}", release, None))
+            continue
+        if at and _COMMIT.fullmatch(at.group(1)):
+            found.append(Requirement(number, line, f"{distribution} @ {at.group(1)}", "", None, None, at.group(1)))
+            continue
         match = versioned.search(line)
         bounds = admitted(match.group(1)) if match else (None, None)
         if bounds != (None, None):
