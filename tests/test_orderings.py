@@ -51,6 +51,9 @@ CASES = {
                        True),
     "ds_launcher_env": (("deepspeed",), ("deepspeed.launcher.runner",),
                         "import deepspeed.launcher.runner as r; assert 'PYTHON' in r.EXPORT_ENVS", True),
+    "colossalai_lr_scheduler": (("colossalai",), ("colossalai.interface.optimizer",),
+                                "import torch; o = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=1); "
+                                "assert torch.optim.lr_scheduler.StepLR(o, 1).optimizer is o", True),
     "colossalai_cpu": (("colossalai",), ("colossalai.zero.low_level.low_level_optim", "colossalai.kernel.kernel_loader"),
                        "from colossalai.kernel.kernel_loader import CPUAdamLoader; assert callable(CPUAdamLoader.load)", True),
     "torchvision_video": (("torchvision",), ("torchvision.io",), "import torchvision.io as io; assert callable(io.read_image)", True),

@@ -146,6 +146,9 @@ def gloo_exit_forced():
 REPROS = {
     "param_store": (("torch", "colossalai"), "colossalai_cpu", "all,colossalai_cpu", {}, None, None,
                     "repro: legacy EMA update and gradient read completed"),
+    "colossalai_lr_scheduler": (("torch", "colossalai"), "colossalai_cpu", "all,colossalai_cpu", {},
+                                lambda: distribution_version("colossalai") >= (0, 3, 3), None,
+                                "repro: the cosine schedule drove the ZeRO optimizer's learning rate"),
     "colossalai_cpu": (("torch", "colossalai"), None, "colossalai_cpu", {}, None,
                        r"No usable kernel found for CPUAdamLoader|device is required", "repro: LowLevelZero trained on CPU"),
     "pg_deepcopy": (("torch",), None, "all", {}, None, None, "it shares the group: True"),
