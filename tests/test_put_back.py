@@ -32,6 +32,7 @@ PUTS_BACK = {
     "torchvision_get_image_size": ("torchvision.transforms.functional",),
     "torchaudio_backends": ("torchaudio",),
     "python_removed_names": ("collections", "inspect", "fractions", "base64"),  # and Thread.isAlive (add_methods)
+    "torch_removed_names": ("torch._utils",),
 }
 # patches that change more than the names they put back: applied with nothing put back on a release that has the names
 # (timm 0.5: qk_scale went, add_weight_decay not yet)

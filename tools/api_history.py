@@ -4,8 +4,8 @@ run time by ``zeropatch._history``:
     python tools/api_history.py [--libraries diffusers,timm] [--cache DIR] [--out DIR]
 
 For each library it downloads (``pip download``, no dependencies; a wheel, else the sdist; torch's for macOS, the same
-Python files without CUDA's libraries) the newest patch release of
-each minor release since 2021 (every release, for the libraries in ``EVERY_RELEASE``) into a cache outside the repository (``--cache``; default
+Python files without CUDA's libraries) the newest patch release of each minor release since 2021 (every release, for
+the libraries in ``EVERY_RELEASE``) into a cache outside the repository (``--cache``; default
 ``$XDG_CACHE_HOME/zeropatch-api-history``, else ``/tmp/zeropatch-api-history``), reads the ``.py`` files straight from
 the archive (never importing them) and records, per release and module, each public name: how it is bound (``def``,
 ``class``, ``assign``, ``reexport``), the module that defines it, and a fingerprint (a hash of the definition's AST,

@@ -107,13 +107,13 @@ STACKS = {
                    "MASTER_ADDR='127.0.0.1', MASTER_PORT='0'); import colossalai; "
                    "from colossalai.booster.plugin import LowLevelZeroPlugin; from colossalai.nn.optimizer import HybridAdam; "
                    "from colossalai.shardformer import ShardConfig; colossalai.launch_from_torch({})",
-                   ["param_store", "colossalai_cpu", "colossalai_kwargs"],
+                   ["param_store", "colossalai_cpu", "colossalai_kwargs", "colossalai_lr_scheduler"],
                    ["tests/test_colossalai.py::test_legacy_ema_update_is_exact_and_both_spellings_share_state[2-2]",
                     "tests/test_colossalai.py::test_gradients_read_the_same_through_both_spellings[2]",
                     "tests/test_colossalai.py::test_fused_ema_matches_the_legacy_update_on_the_real_optimizer[2]",
                     "tests/test_colossalai.py::test_hybrid_adam_under_low_level_zero_trains_as_torch_adamw[2]",
                     "tests/test_colossalai.py::test_uninstall_restores_the_original_class",
-                    "tests/test_colossalai_kwargs.py"]),
+                    "tests/test_colossalai_kwargs.py", "tests/test_colossalai_lr_scheduler.py"]),
     "deepspeed": (deepspeed, [("0.16.9", "1.15.0", "5.23.0"), ("0.17.6", "1.15.0", "5.23.0"), ("0.18.9", "1.15.0", "5.23.0"),
                               ("0.19.1", "1.15.0", "5.23.0"), ("0.19.2", "1.15.0", "5.23.0"), ("0.19.8", "1.15.0", "5.23.0"),
                               ("0.19.8", "1.10.1", "5.23.0"), ("0.19.8", "1.5.2", "5.23.0"), ("0.19.8", "1.0.1", "4.51.3")],
@@ -167,9 +167,9 @@ STACKS = {
                     "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[torchaudio_backends]"]),
     "torch": (pinned("torch"), ["2.13.0"], "import torch, torch.distributed",
               ["pg_deepcopy", "gloo_exit", "fused_ema", "xformers_sdpa", "flash_attn_sdpa", "cpu_rehearsal",
-               "torch_stft_real"],
+               "torch_stft_real", "torch_removed_names"],
               ["tests/test_pg_deepcopy.py", "tests/test_gloo_exit.py", "tests/test_fused_ema.py", "tests/test_attention.py",
-               "tests/test_cpu_rehearsal.py", "tests/test_torch_stft_real.py"]),
+               "tests/test_cpu_rehearsal.py", "tests/test_torch_stft_real.py", "tests/test_torch_removed_names.py"]),
     # the registry's (CUDA) builds, which run on this machine's CPU, for the torch- and torchvision-level drift
     "torch_releases": (with_torch("torchvision"), [("2.6.0", "0.21.0"), ("2.10.0", "0.25.0"), ("2.15.0", "0.29.2")],
                        "import torch, torchvision, torchvision.transforms",

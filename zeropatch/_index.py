@@ -201,7 +201,8 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
               "optimizer again, as it took 0.3.0-0.3.2's (an Optimizer then): built on the optimizer it wraps, the "
               'same param groups',
    'package': 'colossalai',
-   'affected': '0.3.3-0.5.0 (OptimizerWrapper; run on 0.4.0 and 0.5.0)',
+   'affected': '0.3.9-0.5.0 (swept; the wrappers stopped being Optimizers earlier in the 0.3 series, whose older '
+               'releases do not import on this Python in the sweep)',
    'errors': ('(LowLevelZeroOptimizer|GeminiOptimizer|OptimizerWrapper|HybridParallel\\w*Optimizer) is not an '
               'Optimizer',),
    'default': True,
@@ -1337,7 +1338,8 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
    'summary': 'torch._utils._accumulate (gone in 2.3: hand-made dataset splits of OCR and speech code) and the '
               "profilers' use_cuda keyword (gone in 2.14) back with their last meaning",
    'package': 'torch',
-   'affected': "2.14.1 (the suite's release; _accumulate went in 2.3, use_cuda in 2.14)",
+   'affected': "2.13.0 (swept, the CPU build: _accumulate; the profilers' keyword went with the next release, which "
+               'the today session runs, not swept)',
    'errors': ("cannot import name '_accumulate' from 'torch\\._utils'",
               "profile\\.__init__\\(\\) got an unexpected keyword argument 'use_cuda'"),
    'default': True,

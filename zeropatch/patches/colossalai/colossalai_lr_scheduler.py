@@ -64,7 +64,8 @@ PATCH = Patch(
     summary="a torch LR scheduler (CosineAnnealingLR, get_scheduler's LambdaLR, ...) takes ColossalAI's ZeRO optimizer "
     "again, as it took 0.3.0-0.3.2's (an Optimizer then): built on the optimizer it wraps, the same param groups",
     package="colossalai",
-    affected="0.3.3-0.5.0 (OptimizerWrapper; run on 0.4.0 and 0.5.0)",
+    affected="0.3.9-0.5.0 (swept; the wrappers stopped being Optimizers earlier in the 0.3 series, whose older "
+             "releases do not import on this Python in the sweep)",
     targets=("colossalai.interface.optimizer",),
     apply=apply,
     report=report,

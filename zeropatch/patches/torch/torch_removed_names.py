@@ -109,7 +109,8 @@ PATCH = Patch(
     summary="torch._utils._accumulate (gone in 2.3: hand-made dataset splits of OCR and speech code) and the profilers' "
     "use_cuda keyword (gone in 2.14) back with their last meaning",
     package="torch",
-    affected="2.14.1 (the suite's release; _accumulate went in 2.3, use_cuda in 2.14)",
+    affected="2.13.0 (swept, the CPU build: _accumulate; the profilers' keyword went with the next release, which the "
+             "today session runs, not swept)",
     targets=(UTILS, AUTOGRAD_PROFILER, PROFILER),
     apply=apply,
     report=report,
