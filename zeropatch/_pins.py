@@ -23,21 +23,21 @@ _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 def find_pin(distribution, folder):
     """(file, the pin as written, lowest admitted release tuple or None, upper bound tuple or None) of the first pin of
     ``distribution`` from ``folder`` up to its repository's root; None if none pins it with a version."""
-    for path in pin_files(folder):
-        for found in requirements(distribution, read(path)):
-            if found.specifiers:
-                return path, found.pin, found.lowest, found.upper
-    return None
+    return next(((path, found.pin, found.lowest, found.upper) for path, found in _requiring(distribution, folder)
+                 if found.specifiers), None)
 
 
 def find_commit(distribution, folder):
     """(file, commit) of the first VCS install of ``distribution`` at a commit, from ``folder`` up to its repository's
     root; None if there is none."""
+    return next(((path, found.commit) for path, found in _requiring(distribution, folder) if found.commit), None)
+
+
+def _requiring(distribution, folder):
+    """(file, Requirement) for each line requiring ``distribution``, from ``folder`` up to its repository's root."""
     for path in pin_files(folder):
         for found in requirements(distribution, read(path)):
-            if found.commit:
-                return path, found.commit
-    return None
+            yield path, found
 
 
 def pin_files(folder):

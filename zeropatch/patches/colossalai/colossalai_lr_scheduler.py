@@ -46,7 +46,8 @@ def apply(patcher, interface):
     if issubclass(wrapper_class, Optimizer):
         raise Skip("ColossalAI's OptimizerWrapper is a torch Optimizer here")
     init = _on_the_wrapped_optimizer(wrapper_class, Optimizer)
-    wrapped = [name for name in CHECKING if "__init__" in vars(getattr(schedulers, name, object))]
+    wrapped = [name for name in CHECKING
+               if isinstance(getattr(schedulers, name, None), type) and "__init__" in vars(getattr(schedulers, name))]
     if "LRScheduler" not in wrapped:
         raise Skip("torch.optim.lr_scheduler has no LRScheduler")
     for name in wrapped:

@@ -21,6 +21,7 @@ Logged once; counted in the job report.
 """
 
 import inspect
+import itertools
 import operator
 
 from zeropatch._core import NotNeeded, Patch, Skip, inform_once
@@ -33,16 +34,8 @@ _TALLY = Tally()
 
 
 def _accumulate(iterable, fn=operator.add):
-    """Running totals of ``iterable`` under ``fn`` (torch's helper, removed in 2.3)."""
-    items = iter(iterable)
-    try:
-        total = next(items)
-    except StopIteration:
-        return
-    yield total
-    for item in items:
-        total = fn(total, item)
-        yield total
+    """Running totals of ``iterable`` under ``fn`` (torch's helper, removed in 2.3): a generator, as torch's was."""
+    yield from itertools.accumulate(iterable, fn)
 
 
 def _takes_use_cuda(profile_class):
