@@ -53,6 +53,7 @@ import glob
 import os
 import shutil
 import tempfile
+import time
 
 import nox
 
@@ -185,7 +186,10 @@ def today_releases_file(session):
     return os.path.join(os.path.dirname(session.virtualenv.location), "today-releases.json")
 
 
-def run_suite(session, required, skip_budget, time_budget, references=(), ignore=(), today_releases="", held_old=None):
+def run_suite(session, began, required, skip_budget, time_budget, references=(), ignore=(), today_releases="",
+              held_old=None):
+    """The suite, after the session's set-up that began at ``began`` (``time.time()``): the time report names the set-up's
+    share, and every test's time is kept in ``.nox/<session>-times.json`` (tests/time_budget.py)."""
     session.run("zeropatch", "status")
     # two workers: most tests wait on a fresh interpreter's imports, one core each (2-rank tests take both anyway);
     # a worker out of tests takes the other's (no idle tail); the slowest fifteen printed, for CI's budget; the
@@ -197,6 +201,9 @@ def run_suite(session, required, skip_budget, time_budget, references=(), ignore
                      "ZEROPATCH_TEST_REFERENCES": os.pathsep.join(references),
                      "ZEROPATCH_TEST_TODAY_RELEASES": today_releases,
                      "ZEROPATCH_TEST_TIME_BUDGET": "" if time_budget is None else str(time_budget),
+                     "ZEROPATCH_TEST_SET_UP_BEGAN": str(began),
+                     "ZEROPATCH_TEST_TIMES": os.path.join(os.path.dirname(session.virtualenv.location),
+                                                          f"{os.path.basename(session.virtualenv.location)}-times.json"),
                      **({} if held_old is None else {"ZEROPATCH_TEST_HELD_OLD": ",".join(held_old)})})
 
 
@@ -260,13 +267,14 @@ LIGHTNING_TESTS = ("tests/test_pytorch_lightning.py", "tests/test_pl_multiple_op
 
 
 def pinned_suite(session, colossalai, skip_budget, time_budget):
+    began = time.time()
     install_cpu_targets(session, colossalai)
     references = install_references(session, REFERENCES.get(colossalai, []))
     # the ordering matrix (a third of a session) runs on today's releases, and per release in the sweep; so do the
     # Lightning trainings: every session installs the same pytorch-lightning (the constraints' 2.6.6, today's). A
     # patch's own tests run here only where this session holds its library at another release than `today` did
     today = today_releases_file(session)
-    run_suite(session, REQUIRED[colossalai], skip_budget, time_budget, references,
+    run_suite(session, began, REQUIRED[colossalai], skip_budget, time_budget, references,
               ignore=["tests/test_orderings.py", *LIGHTNING_TESTS],
               today_releases=today if os.path.exists(today) else "",
               held_old=["colossalai", *(requirement.split("==")[0] for requirement in STACKS[colossalai])])
@@ -288,9 +296,10 @@ def frozen(session):
 @nox.session
 def today(session):
     """The whole suite on what `pip install` gives today (unpinned), with the versions it got printed first."""
+    began = time.time()
     install_today_targets(session)
     session.run("python", "-c", RECORD_RELEASES, today_releases_file(session))
-    run_suite(session, REQUIRED_TODAY, SKIP_BUDGET["today"], TIME_BUDGET["today"],
+    run_suite(session, began, REQUIRED_TODAY, SKIP_BUDGET["today"], TIME_BUDGET["today"],
               install_references(session, REFERENCES["today"]))
 
 

@@ -8,9 +8,13 @@ the same suite the same afternoon, whose wall times differed by 2%), so it is ta
 at its end, and the slower of the two counts: a machine fast for a moment at one end no longer inflates the count.
 ``ZEROPATCH_TEST_TIME_BUDGET`` (set per session by noxfile.py) is that share; the report
 at the end gives the session's wall time in seconds and in starts, the files that took the most test time, and, over
-the share, the slowest tests: the growth is seen in the commit that causes it.
+the share, the slowest tests: the growth is seen in the commit that causes it. It also names the session's set-up
+before the tests (building its environment: ``ZEROPATCH_TEST_SET_UP_BEGAN``, when noxfile.py began it), which counts
+towards CI's time but not towards the share, and keeps every test's seconds in ``ZEROPATCH_TEST_TIMES`` (a JSON file),
+so that a cut can follow the measure.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +28,8 @@ class TimeBudget:
     def __init__(self, budget, environment):
         self.budget = float(budget) if budget else None
         self.began = time.monotonic()
+        set_up_began = os.environ.get("ZEROPATCH_TEST_SET_UP_BEGAN")
+        self.set_up = time.time() - float(set_up_began) if set_up_began else None
         self.environment = environment
         self.units = [self.one_start(environment)]  # at the start; finish() adds one at the end
         self.wall = None
@@ -49,6 +55,9 @@ class TimeBudget:
         """The session's wall time, and the end measure (taken while the session's folders still exist)."""
         self.wall = time.monotonic() - self.began
         self.units.append(self.one_start(self.environment))
+        if os.environ.get("ZEROPATCH_TEST_TIMES"):
+            with open(os.environ["ZEROPATCH_TEST_TIMES"], "w") as times:
+                json.dump(dict(sorted(self.test_seconds.items(), key=lambda item: -item[1])), times, indent=1)
 
     def report(self, write):
         """Write the report (``write(line, red=...)``); whether the session went over its share."""
@@ -63,7 +72,8 @@ class TimeBudget:
         write(f"time: {wall:.0f} s of wall time, {sum(self.test_seconds.values()):.0f} s of test time; one interpreter "
               f"start (`import torch`) takes {unit or float('nan'):.2f} s here (the slower of {measured}, at the "
               f"session's start and end), so the session took "
-              f"{starts or float('nan'):.0f} starts" + (f" of its share of {self.budget:.0f}" if self.budget else ""))
+              f"{starts or float('nan'):.0f} starts" + (f" of its share of {self.budget:.0f}" if self.budget else "")
+              + (f"; its set-up before the tests took {self.set_up:.0f} s" if self.set_up is not None else ""))
         write("time: the files that took the most test time: " + ", ".join(
             f"{os.path.basename(file)} {seconds:.0f} s" for file, seconds in sorted(per_file.items(),
                                                                                   key=lambda item: -item[1])[:LISTED]))
