@@ -108,14 +108,15 @@ def runs_in_a_pinned_session(item, library, release, today_release, held_old):
     releases on purpose, or None for all that differ). `today` ran every test on the same code; a pinned session runs
     again what its releases can change: every repro whose library it holds at another release (the patch must be
     not-needed there, or fixes the old release's own failure); a patch's other tests where it holds the patch's library
-    at an old release on purpose, or lacks it (a patch may provide it); and the tests of zeropatch itself that read
-    the installed releases."""
+    at an old release on purpose; and the tests of zeropatch itself that read
+    the installed releases. A library `today` held and the session lacks leaves its tests to `today` (here they could
+    only skip); one neither has (a patch's own name for what it answers, as the API history's) keeps them."""
     if library is None:
         return Path(str(item.fspath)).stem in READS_THE_INSTALLED_RELEASES
     if library == "python":
         return False  # the sessions share one interpreter
     if release is None:
-        return True
+        return today_release is None
     if release == today_release:
         return False
     return item.originalname == "test_repro_fails_without_the_patch_and_passes_with_it" or held_old is None or \
@@ -191,6 +192,9 @@ def clean_environment(**overrides):
     env.update({
         "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
         "XDG_CACHE_HOME": PRIVATE_CACHE, "TORCH_EXTENSIONS_DIR": os.path.join(PRIVATE_CACHE, "torch_extensions"),
+        # (torch sets this one in the test process that imports its inductor, to the user's shared /tmp folder: the
+        # cases would share it, and the warm interpreters started before would no longer serve them)
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(PRIVATE_CACHE, "torchinductor"),
         "HF_HUB_OFFLINE": "1", "HF_HOME": os.path.join(PRIVATE_CACHE, "huggingface"), "TMPDIR": TEMPORARY,
     })
     env.update({key: str(value) for key, value in overrides.items()})
@@ -217,9 +221,11 @@ def _finish(process, step, timeout, hung):
 
 
 # Cases run in a fork of a warm interpreter that imported these already (tests/forkserver.py), where they can: a case
-# whose code names transformers in the one that imported its Trainer too, the others in torch's.
-# ZEROPATCH_TEST_WARM=0 starts every case in a real interpreter, a test marked ``fresh_interpreter`` its own cases
-WARM_SERVERS = {"torch": ("torch",), "transformers": ("torch", "transformers.trainer")}
+# whose code names colossalai in the one that imported its ZeRO optimizer and booster (10 s of imports a process,
+# each rank of a two-rank case one), one that names transformers in the one that imported its Trainer, the others in
+# torch's. ZEROPATCH_TEST_WARM=0 starts every case in a real interpreter, a test marked ``fresh_interpreter`` its own
+WARM_SERVERS = {"torch": ("torch",), "transformers": ("torch", "transformers.trainer"),
+                "colossalai": ("torch", "colossalai.zero.low_level.low_level_optim", "colossalai.booster.plugin")}
 # a case that sets environment variables before its imports (HF_HOME, offline modes): a real interpreter where it sets
 # one a preloaded library reads at import, else torch's server (transformers' Trainer imports datasets and the hub)
 WRITES_THE_ENVIRONMENT = re.compile(r"os\.environ(\[[^]]*\]\s*=[^=]|\.update|\.setdefault)|putenv")
@@ -254,7 +260,8 @@ def _warm_interpreter(argv, env):
             return None
         kind = "torch"
     else:
-        kind = "transformers" if re.search(r"\btransformers\b", source) else "torch"
+        kind = "colossalai" if "colossalai" in source else "transformers" if re.search(r"\btransformers\b", source) \
+            else "torch"
     if not all(installed(module.split(".")[0]) for module in WARM_SERVERS[kind]):
         kind = "torch"
         if not installed("torch"):
@@ -398,13 +405,14 @@ def requires(*modules):
     return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
 
 
-def reference_release(name):
-    """The folder of an old release of ``name`` that this nox session installed beside its own (a folder named
-    ``<name>-<version>`` in ZEROPATCH_TEST_REFERENCES), to compare a restored behaviour with the release that had it;
-    None where the session has none. A folder the session names but lacks is an error, never a skip."""
+def reference_release(name, release=""):
+    """The folder of an old release of ``name`` (``release``: that one, where the session holds several) that this nox
+    session installed beside its own (a folder named ``<name>-<version>`` in ZEROPATCH_TEST_REFERENCES), to compare a
+    restored behaviour with the release that had it; None where the session has none. A folder the session names but
+    lacks is an error, never a skip."""
     folders = [folder for folder in os.environ.get("ZEROPATCH_TEST_REFERENCES", "").split(os.pathsep) if folder]
     for folder in folders:
-        if os.path.basename(folder).startswith(name + "-"):
+        if os.path.basename(folder).startswith(f"{name}-{release}"):
             if not os.path.isdir(folder):
                 raise RuntimeError(f"{folder} is missing: this test session installs {name} there (noxfile.py)")
             return folder

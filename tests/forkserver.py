@@ -11,8 +11,9 @@ What it cannot make fresh, a case never gets from it (``tests/conftest.py`` deci
 instead): an environment that differs in what the preloaded libraries or the interpreter read at start (``PYTHON*``
 but ``PYTHONPATH``, ``TORCH*``, ``OMP_*``, ...), a ``sitecustomize`` on its ``PYTHONPATH``, a case marked
 ``fresh_interpreter`` (the import orderings, zeropatch's laziness, the start-up hook: what happens *before* torch is
-imported), and anything but ``python -c`` or ``python SCRIPT``. The one thing every warm case shares: torch was
-imported before zeropatch, which is the "target first" order that every patch supports (the ordering matrix checks it,
+imported), and anything but ``python -c`` or ``python SCRIPT``. The one thing every warm case shares: torch (and in
+the colossalai and transformers servers, those libraries' modules the server preloads) was imported before zeropatch,
+which is the "target first" order that every patch supports (the ordering matrix checks it,
 and the other order, for the patches that change a library in every way a patch can; the release sweep for every
 patch). The repros run warm too, in ``zeropatch run``'s environment with their records gathered as it gathers them.
 
@@ -176,6 +177,9 @@ def exit_code(value):
 READ_AT_START = ("PYTHON", "TORCH", "PYTORCH", "CUDA", "HIP_", "OMP_", "MKL_", "KMP_", "OPENBLAS", "GOMP", "LD_", "TMPDIR",
                  "XDG_CACHE_HOME", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TOKENIZERS", "ACCELERATE", "DS_",
                  "SAFETENSORS", "DIFFUSERS", "USE_")  # (transformers' USE_TORCH, USE_TF, ...)
+# names among them that the libraries read only when called (torch.distributed's rendezvous), never at import: a case
+# may set them (start_ranks sets the first, as torchrun does)
+READ_WHEN_CALLED = ("TORCHELASTIC_USE_AGENT_STORE",)
 STARTED_IN = 300  # seconds the server may take to import what it preloads
 
 
@@ -184,7 +188,8 @@ def can_serve(argv, env, server_env):
     if not argv or not (argv[0] == "-c" and len(argv) > 1 or os.path.isabs(argv[0]) and os.path.isfile(argv[0])):
         return False
     for name in set(env) | set(server_env):
-        if name != "PYTHONPATH" and name.startswith(READ_AT_START) and env.get(name) != server_env.get(name):
+        if name != "PYTHONPATH" and name.startswith(READ_AT_START) and name not in READ_WHEN_CALLED and \
+                env.get(name) != server_env.get(name):
             return False
     return not any(os.path.exists(os.path.join(entry, "sitecustomize.py"))
                    for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry)

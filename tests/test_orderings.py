@@ -197,6 +197,11 @@ CASES = {
     "timm_legacy_api": (("timm",), ("timm.models.vision_transformer", "timm.optim.optim_factory"),
                         "import torch, timm.models.vision_transformer as v; assert v.Block(8, 2)(torch.ones(1, 2, 8)).shape == (1, 2, 8)",
                         False),
+    "timm_optimizers": (("timm",), ("timm.optim", "timm.optim.nadam", "timm.optim.radam"),
+                        "import torch, timm.optim as o; o.AdamP([torch.nn.Parameter(torch.ones(2))]).step()", False),
+    "timm_legacy_optimizers": (("timm",), ("timm.optim",),  # (its factory's module since 1.0.12 with it)
+                               "import torch, timm.optim as o; o.create_optimizer_v2(torch.nn.Linear(2, 2), 'radam').step()",
+                               False),
     "timm_layers": (("timm",), ("timm.models.layers.helpers",),
                     "from timm.models.layers import to_2tuple; assert to_2tuple(2) == (2, 2)", False),
     "pillow_aliases": (("PIL",), ("PIL.Image", "PIL.ImageDraw", "PIL.ImageFont"),

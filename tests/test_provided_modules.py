@@ -19,6 +19,7 @@ FILLS = {
     "openai_object": "openai.openai_object",
     "pkg_resources": "pkg_resources",
     "python_removed_modules": "distutils.version",
+    "timm_optimizers": "timm.optim.novograd",
 }
 LIBRARY = {"pkg_resources": "setuptools", "python_removed_modules": "distutils"}  # where the module's top level is not its library's
 

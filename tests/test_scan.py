@@ -183,6 +183,10 @@ def test_a_key_given_a_value_that_breaks_in_configuration_files_and_dict_literal
              "train.py": 'CONFIG = {"fp16": {"min_loss_scale": 1e-10}}\nOTHER = {"min_loss_scale": 1}\n'}
     assert found(tmp_path, files, Sample("floor", f"key min_loss_scale matching {FRACTION}")) == [
         ("ds.json", 1, "floor"), ("ds.yaml", 2, "floor"), ("train.py", 1, "floor")]
+    # a string value as a configuration file writes it, without its quotes (timm_legacy_optimizers' optimizer names)
+    files = {"deit.yaml": "opt: radam\nopt: adamw\n", "main.py": 'ARGS = {"opt": "lookahead_nadam"}\nB = {"opt": "adamw"}\n'}
+    assert found(tmp_path / "names", files, Sample("names", "key opt matching (lookahead_)?(radam|nadam)")) == [
+        ("deit.yaml", 1, "names"), ("main.py", 1, "names")]
     with pytest.raises(ValueError, match="not a regular expression"):
         Signature("key min_loss_scale matching (")
 

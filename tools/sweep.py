@@ -185,11 +185,15 @@ STACKS = {
     # xformers wheels built for another torch (0.0.35: torch 2.10 + CUDA) on the CPU build: no operator loads
     "xformers": (pinned("xformers"), ["0.0.35"], "import xformers.ops", ["xformers_fallback"],
                  ["tests/test_attention.py::test_installed_xformers_without_operators_falls_back_with_its_own_bias_objects"]),
-    # 0.5.4: the last with add_weight_decay and the pooled forward (qk_scale went in 0.4.12); 1.0.16: attn_mask
-    "timm": (unconstrained("timm"), ["0.5.4", "0.6.13", "0.9.16", "1.0.3", "1.0.16", "1.0.31"],
-             "import timm, timm.models.layers", ["timm_layers", "timm_legacy_api"],
-             ["tests/test_timm_layers.py", "tests/test_timm_legacy_api.py",
-              "tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[timm_legacy_api]"]),
+    # 0.5.4: the last with add_weight_decay and the pooled forward (qk_scale went in 0.4.12); 1.0.16: attn_mask;
+    # 1.0.11 / 1.0.12: the last with timm's own optimizers under their names, the first with torch's
+    "timm": (unconstrained("timm"), ["0.5.4", "0.6.13", "0.9.16", "1.0.3", "1.0.11", "1.0.12", "1.0.16", "1.0.31"],
+             "import timm, timm.models.layers",
+             ["timm_layers", "timm_legacy_api", "timm_optimizers", "timm_legacy_optimizers"],
+             ["tests/test_timm_layers.py", "tests/test_timm_legacy_api.py", "tests/test_timm_optimizers.py",
+              "tests/test_timm_legacy_optimizers.py",
+              *(f"tests/test_put_back.py::test_names_put_back_are_reachable_picklable_and_not_listed[{name}]"
+                for name in ("timm_legacy_api", "timm_optimizers"))]),
     "huggingface_hub": (pinned("huggingface_hub"), ["0.25.2", "0.26.5", "0.36.2", "1.0.0", "2.4.0"],
                         "import huggingface_hub", ["hf_hub_legacy"], ["tests/test_hf_hub_legacy.py"]),
     "diffusers": (pinned("diffusers"), ["0.24.0", "0.27.2", "0.28.0", "0.31.0", "0.32.0", "0.33.0", "0.36.0", "0.42.1"],

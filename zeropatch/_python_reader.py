@@ -265,7 +265,7 @@ class PythonFileReader(ast.NodeVisitor):
         for key, value in zip(node.keys, node.values):
             for signature, patch in self.table["key"]:
                 if isinstance(key, ast.Constant) and key.value == signature.target and (
-                        signature.value is None or signature.value.fullmatch(ast.unparse(value))):
+                        signature.value is None or signature.value.fullmatch(_as_written(value))):
                     self._found(key, signature, patch)
         self.generic_visit(node)
 
@@ -339,3 +339,11 @@ def handles_import_errors(node):
         if any(isinstance(name, ast.Name) and name.id in IMPORT_ERRORS for name in names):
             return True
     return False
+
+
+def _as_written(value):
+    """A dict value as a configuration file writes it: a string without its quotes (``"radam"`` as YAML's ``radam``),
+    anything else as the source writes it (``1e-10``)."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    return ast.unparse(value)

@@ -30,7 +30,8 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   instance of a class of the repository decorated with it that has no ``__hash__`` (neither ``frozen`` nor
   ``unsafe_hash``, ``eq`` kept): ``common: CommonConfig = CommonConfig()``, or ``field(default=CommonConfig())``;
 - ``key NAME [matching REGEX]``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python
-  dict literal; ``matching REGEX``: only where its value, as written, matches (``"min_loss_scale": 1e-10``, not ``1``);
+  dict literal; ``matching REGEX``: only where its value, as written (a string without its quotes, as YAML writes it),
+  matches (``"min_loss_scale": 1e-10``, not ``1``; ``opt: radam``);
 - ``pin DIST[<VERSION]``: the repository's requirement files (``_pins``) require the distribution ``DIST``, or with
   ``<VERSION`` pin it to releases before ``VERSION`` only: an old release of another library whose own code meets the
   drift (``pin diffusers<0.29``: diffusers 0.24 imports what huggingface_hub 1.0 removed).
