@@ -108,9 +108,9 @@ def runs_in_a_pinned_session(item, library, release, today_release, held_old):
     releases on purpose, or None for all that differ). `today` ran every test on the same code; a pinned session runs
     again what its releases can change: every repro whose library it holds at another release (the patch must be
     not-needed there, or fixes the old release's own failure); a patch's other tests where it holds the patch's library
-    at an old release on purpose; and the tests of zeropatch itself that read
-    the installed releases. A library `today` held and the session lacks leaves its tests to `today` (here they could
-    only skip); one neither has (a patch's own name for what it answers, as the API history's) keeps them."""
+    at an old release on purpose; and the tests of zeropatch itself that read the installed releases. A library
+    `today` held and the session lacks leaves its tests to `today` (here they could only skip); one neither has (a
+    patch's own name for what it answers, as the API history's) keeps them."""
     if library is None:
         return Path(str(item.fspath)).stem in READS_THE_INSTALLED_RELEASES
     if library == "python":
@@ -412,7 +412,8 @@ def reference_release(name, release=""):
     lacks is an error, never a skip."""
     folders = [folder for folder in os.environ.get("ZEROPATCH_TEST_REFERENCES", "").split(os.pathsep) if folder]
     for folder in folders:
-        if os.path.basename(folder).startswith(f"{name}-{release}"):
+        found = os.path.basename(folder)
+        if found == f"{name}-{release}" if release else found.startswith(f"{name}-"):
             if not os.path.isdir(folder):
                 raise RuntimeError(f"{folder} is missing: this test session installs {name} there (noxfile.py)")
             return folder
