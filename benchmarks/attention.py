@@ -28,7 +28,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import interleaved_samples, median_ratio  # noqa: E402
 
-from zeropatch import _attention, _flash_attn_api, _xformers_api  # noqa: E402
+from zeropatch.kernels import attention, flash_attn_api, xformers_api  # noqa: E402
 
 SIZES = {  # batch, sequence, heads, head size; Open-Sora: samples, video tokens, heads, head size
     "small": {"dense": (2, 512, 8, 64), "kv_heads": 2, "varlen": (64, 512), "opensora": (8, 1024, 16, 72)},
@@ -48,14 +48,14 @@ def sdpa(q, k, v, **options):
 
 def direct_varlen(device):
     """torch's variable-length flash kernel where it runs on ``device`` (as zeropatch finds it), else None."""
-    return _attention.varlen_kernel(torch.device(device))
+    return attention.varlen_kernel(torch.device(device))
 
 
 def case_causal(size, device, dtype):
     batch, length, heads, dim = SIZES[size]["dense"]
     q, k, v = leaves(*[(batch, length, heads, dim)] * 3, device=device, dtype=dtype)
     return f"flash_attn_func, causal: {[batch, length, heads, dim]}", (q, k, v), {
-        "zeropatch": lambda: _flash_attn_api.flash_attn_func(q, k, v, causal=True),
+        "zeropatch": lambda: flash_attn_api.flash_attn_func(q, k, v, causal=True),
     }, {
         "SDPA is_causal": lambda: sdpa(q, k, v, is_causal=True),
     }
@@ -67,10 +67,10 @@ def case_gqa(size, device, dtype):
     q, k, v = leaves((batch, length, heads, dim), *[(batch, length, kv_heads, dim)] * 2, device=device, dtype=dtype)
     direct = {"SDPA, K/V repeated": lambda: sdpa(q, k.repeat_interleave(heads // kv_heads, 2),
                                                  v.repeat_interleave(heads // kv_heads, 2), is_causal=True)}
-    if _attention.SDPA_SHARES_HEADS:
+    if attention.SDPA_SHARES_HEADS:
         direct["SDPA enable_gqa"] = lambda: sdpa(q, k, v, is_causal=True, enable_gqa=True)
     return f"flash_attn_func, causal, grouped-query heads {heads}/{kv_heads}: {[batch, length, heads, dim]}", (
-        q, k, v), {"zeropatch": lambda: _flash_attn_api.flash_attn_func(q, k, v, causal=True)}, direct
+        q, k, v), {"zeropatch": lambda: flash_attn_api.flash_attn_func(q, k, v, causal=True)}, direct
 
 
 def case_window(size, device, dtype):
@@ -78,7 +78,7 @@ def case_window(size, device, dtype):
     kv_heads, window = SIZES[size]["kv_heads"], length // 4
     q, k, v = leaves((batch, length, heads, dim), *[(batch, length, kv_heads, dim)] * 2, device=device, dtype=dtype)
     visible = torch.ones(length, length, dtype=torch.bool, device=device).tril().triu(-window)
-    gqa = {"enable_gqa": True} if _attention.SDPA_SHARES_HEADS else None
+    gqa = {"enable_gqa": True} if attention.SDPA_SHARES_HEADS else None
     direct = {}
     if gqa:
         direct["SDPA, window mask"] = lambda: sdpa(q, k, v, attn_mask=visible, **gqa)
@@ -93,7 +93,7 @@ def case_window(size, device, dtype):
                                                        enable_gqa=True).unflatten(0, (batch, length))
     return f"flash_attn_func, causal, window_size=({window}, 0), heads {heads}/{kv_heads}: " \
            f"{[batch, length, heads, dim]}", (q, k, v), {
-        "zeropatch": lambda: _flash_attn_api.flash_attn_func(q, k, v, causal=True, window_size=(window, 0))}, direct
+        "zeropatch": lambda: flash_attn_api.flash_attn_func(q, k, v, causal=True, window_size=(window, 0))}, direct
 
 
 def case_varlen(size, device, dtype):
@@ -111,7 +111,7 @@ def case_varlen(size, device, dtype):
         direct["varlen_attn"] = lambda: kernel(q, k, v, cu_seqlens, cu_seqlens, max(lengths), max(lengths),
                                                window_size=(-1, 0))
     return f"flash_attn_varlen_func, causal, 7 sequences {lengths} x {heads} heads x {dim}", (q, k, v), {
-        "zeropatch": lambda: _flash_attn_api.flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max(lengths),
+        "zeropatch": lambda: flash_attn_api.flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max(lengths),
                                                                     max(lengths), causal=True),
     }, direct
 
@@ -122,11 +122,11 @@ def case_opensora(size, device, dtype):
     captions = torch.randint(11, 121, (samples,), generator=generator).tolist()  # T5 tokens (at most 120)
     q, k, v = leaves((1, samples * tokens, heads, dim), *[(1, sum(captions), heads, dim)] * 2, device=device,
                      dtype=dtype)
-    mask = _xformers_api.BlockDiagonalMask.from_seqlens([tokens] * samples, captions)
+    mask = xformers_api.BlockDiagonalMask.from_seqlens([tokens] * samples, captions)
     starts = (mask.q_seqinfo.seqstart_py, mask.k_seqinfo.seqstart_py)
-    ours = {"zeropatch": lambda: _xformers_api.memory_efficient_attention(q, k, v, attn_bias=mask),
-            "  its SDPA path: grouped": lambda: _attention.varlen_attention(q[0], k[0], v[0], *starts, dense=False),
-            "  its SDPA path: dense mask": lambda: _attention.varlen_attention(q[0], k[0], v[0], *starts, dense=True)}
+    ours = {"zeropatch": lambda: xformers_api.memory_efficient_attention(q, k, v, attn_bias=mask),
+            "  its SDPA path: grouped": lambda: attention.varlen_attention(q[0], k[0], v[0], *starts, dense=False),
+            "  its SDPA path: dense mask": lambda: attention.varlen_attention(q[0], k[0], v[0], *starts, dense=True)}
     if importlib.util.find_spec("xformers") is not None:
         import logging
 
@@ -173,7 +173,7 @@ def main():
     print(f"{args.device} {args.dtype}, {size} shapes; forward + backward, medians of {args.rounds} interleaved "
           f"rounds; torch {torch.__version__}; varlen kernel: "
           f"{'yes' if direct_varlen(args.device) is not None else 'no'}; SDPA enable_gqa: "
-          f"{'yes' if _attention.SDPA_SHARES_HEADS else 'no'}")
+          f"{'yes' if attention.SDPA_SHARES_HEADS else 'no'}")
     for name in args.cases.split(","):
         title, tensors, ours, direct = CASES[name](size, args.device, dtype)
 

@@ -101,7 +101,7 @@ def check(function, reference_function, tensors, dtype):
 
 
 def xformers_forms():
-    from zeropatch import _xformers_api as X
+    from zeropatch.kernels import xformers_api as X
 
     import torch
 
@@ -148,7 +148,7 @@ def xformers_forms():
 
 
 def flash_forms():
-    from zeropatch import _flash_attn_api as FA
+    from zeropatch.kernels import flash_attn_api as FA
 
     import torch
 
@@ -329,7 +329,7 @@ def test_the_dense_block_diagonal_path_equals_a_float64_attention(causal, dtype)
     backward as the reference, a segment without queries included."""
     import torch
 
-    from zeropatch import _attention as A
+    from zeropatch.kernels import attention as A
 
     torch.manual_seed(0)
     q_lengths, k_lengths = [5, 0, 7, 3], [4, 6, 9, 2]
@@ -347,7 +347,7 @@ def test_the_grouped_path_takes_segments_with_gaps_as_slices(dtype):
     batched, an empty one included; rows outside every segment get no gradient."""
     import torch
 
-    from zeropatch import _attention as A
+    from zeropatch.kernels import attention as A
 
     torch.manual_seed(0)
     q_starts, k_starts = [0, 5, 5, 12, 17], [1, 5, 11, 20, 24]
@@ -367,7 +367,7 @@ def test_block_diagonal_attention_builds_no_mask_over_the_packed_sequence(monkey
     import torch
     import torch.nn.functional as F
 
-    from zeropatch import _xformers_api as X
+    from zeropatch.kernels import xformers_api as X
 
     seen = []
     original = F.scaled_dot_product_attention
@@ -393,7 +393,7 @@ def test_grouped_query_heads_go_to_sdpa_without_copies_and_as_before_where_it_ca
     import torch
     import torch.nn.functional as F
 
-    from zeropatch import _attention as A, _flash_attn_api as FA, _xformers_api as X
+    from zeropatch.kernels import attention as A, flash_attn_api as FA, xformers_api as X
 
     assert A.SDPA_SHARES_HEADS  # torch >= 2.5 here
     seen = []
@@ -436,7 +436,7 @@ def test_the_variable_length_kernel_is_chosen_only_where_it_computes_the_same(mo
     before. On the CPU no kernel is looked up at all."""
     import torch
 
-    from zeropatch import _attention as A, _flash_attn_api as FA, _xformers_api as X
+    from zeropatch.kernels import attention as A, flash_attn_api as FA, xformers_api as X
 
     assert A.varlen_kernel(torch.device("cpu")) is None
     calls = []
@@ -499,7 +499,7 @@ def test_on_a_gpu_the_kernels_compute_what_the_sdpa_paths_compute():
 
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    from zeropatch import _flash_attn_api as FA, _xformers_api as X
+    from zeropatch.kernels import flash_attn_api as FA, xformers_api as X
 
     torch.manual_seed(0)
     q_lengths, k_lengths = [40, 7, 300, 129], [50, 7, 290, 200]
@@ -532,7 +532,7 @@ def test_dtypes_are_kept_and_autocast_does_not_downcast():
     they are given."""
     import torch
 
-    from zeropatch import _xformers_api as X, _flash_attn_api as FA
+    from zeropatch.kernels import xformers_api as X, flash_attn_api as FA
 
     q = torch.randn(1, 4, 2, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -545,7 +545,7 @@ def test_dtypes_are_kept_and_autocast_does_not_downcast():
 def test_block_diagonal_mask_packs_and_splits_like_xformers():
     import torch
 
-    from zeropatch import _xformers_api as X
+    from zeropatch.kernels import xformers_api as X
 
     tensors = [torch.randn(2, 3, 4), torch.randn(1, 5, 4)]
     mask, packed = X.BlockDiagonalMask.from_tensor_list(tensors)
@@ -560,7 +560,7 @@ def test_block_diagonal_mask_packs_and_splits_like_xformers():
 def test_what_sdpa_cannot_do_is_refused_by_name():
     import torch
 
-    from zeropatch import _xformers_api as X, _flash_attn_api as FA
+    from zeropatch.kernels import xformers_api as X, flash_attn_api as FA
 
     q = torch.randn(1, 4, 2, 8)
     for option in ({"return_attn_probs": True}, {"block_table": torch.zeros(1, 1, dtype=torch.int32)}):

@@ -2,8 +2,6 @@
 sin-cos embedding for numpy callers equals today's torch one, while diffusers' own PatchEmbed gets exactly what it
 gets unpatched; CombinedTimestepSizeEmbeddings repeats sizes to the batch as 0.24 did."""
 
-import pytest
-
 from conftest import assert_ok, clean_environment, requires, run_python
 
 pytestmark = requires("torch", "diffusers")

@@ -3,7 +3,6 @@ from the declarations, README short and its test command the one CI runs. (The s
 `docs` nox session: a broken link or a missing page fails it.)"""
 
 import re
-import subprocess
 import sys
 
 from conftest import ROOT, assert_ok, run_command

@@ -3,7 +3,6 @@ helper gives exactly what the library's own gives, on the same inputs; on transf
 and `zeropatch check` names the calls, except where the repository defines the method itself (BLIP's med.py)."""
 
 import sys
-import textwrap
 
 import pytest
 

@@ -1,8 +1,6 @@
 """hf_trainer_names on the real transformers: ``transformers.trainer.ALL_LAYERNORM_LAYERS`` is pytorch_utils' own
 list (one object), unseen in the module's ``dir()``, and gone again after uninstall."""
 
-import pytest
-
 from conftest import assert_ok, clean_environment, requires, run_python
 
 pytestmark = requires("torch", "transformers")

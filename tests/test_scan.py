@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT, assert_ok, requires, run_command
 from zeropatch import _core
-from zeropatch._dead_ends import dead_end
-from zeropatch._scan import scan
-from zeropatch._signatures import Signature
+from zeropatch.check.dead_ends import dead_end
+from zeropatch.check.findings import scan
+from zeropatch.check.signatures import Signature
 
 ZEROPATCH = [sys.executable, "-m", "zeropatch"]
 PATCHES = [entry.patch for entry in _core._registry().values()]
@@ -257,7 +257,7 @@ def test_dataclass_fields_defaulting_to_an_unhashable_dataclass_of_the_repositor
 
 
 def test_python_s_own_drift_breaks_from_the_release_each_patch_names():
-    from zeropatch._preflight import breaks_here
+    from zeropatch.check.verdicts import breaks_here
 
     registry = _core._registry()
     defaults, removed = registry["python_dataclass_defaults"].patch, registry["python_removed_modules"].patch
@@ -268,14 +268,14 @@ def test_python_s_own_drift_breaks_from_the_release_each_patch_names():
 def test_a_release_newer_than_the_last_one_run_is_named_untested(monkeypatch):
     """A verdict outside the patch's own claim (hf_post_init declares 5.0.0-5.23.0; 5.25.0 installed) says so: it read
     "5.25.0 installed; affected: 5.0.0-5.23.0", as if the line contradicted itself."""
-    from zeropatch import _preflight
+    from zeropatch.check import verdicts
 
     patch = _core._registry()["hf_post_init"].patch
     for version, says in (("4.51.3", "older than the drift"), ("5.10.1", "5.10.1 installed; affected"),
                           ("5.23.0", "5.23.0 installed; affected"), ("5.25.0", "untested on it (the last release run "
                                                                                "is 5.23.0): taken to break")):
-        monkeypatch.setattr(_preflight, "installed_version", lambda package, version=version: version)
-        assert says in _preflight.breaks_here(patch)[1], (version, _preflight.breaks_here(patch))
+        monkeypatch.setattr(verdicts, "installed_version", lambda package, version=version: version)
+        assert says in verdicts.breaks_here(patch)[1], (version, verdicts.breaks_here(patch))
 
 
 def test_files_that_start_with_a_byte_order_mark_are_read(tmp_path):
@@ -415,7 +415,7 @@ def test_the_standard_modules_a_python_release_removed_are_named_with_what_stand
     """PEP 594's dead batteries (3.12: asyncore, asynchat, smtpd; 3.13: imghdr, pipes, audioop, lib2to3, ...) read as
     what the job's Python removed, with the copy on PyPI to install, never as a distribution missing here; an import
     that a ``try`` guards is not a break; ``explain`` says the same of the error on such a Python."""
-    from zeropatch._stdlib_removals import REMOVED, removals_for_error
+    from zeropatch.check.stdlib_removals import REMOVED, removals_for_error
 
     files = {"data.py": """\
                  import imghdr
@@ -456,7 +456,7 @@ def test_an_attribute_a_subclass_reads_that_the_installed_library_class_lacks_is
 
     import transformers
 
-    from zeropatch._class_members import library_members
+    from zeropatch.check.class_members import library_members
 
     files = {"train.py": """\
                  import torch

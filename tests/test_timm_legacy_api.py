@@ -5,8 +5,6 @@ returns tokens gets forward_head as 0.6-1.0.15 did, and timm's own model is unto
 timm 0.3.2's (frozen parameters out, 1-D / biases / skip_list without decay, both groups always there). Where the
 installed timm still has an API, the patch leaves it alone (the sweep runs 0.5.4: qk_scale only)."""
 
-import pytest
-
 from conftest import assert_ok, requires, run_python
 
 pytestmark = requires("torch", "timm")

@@ -56,7 +56,7 @@ RUNS = {
 def main(folder):
     sys.path.insert(0, ROOT)
     from zeropatch import _core
-    from zeropatch._scan import scan
+    from zeropatch.check.findings import scan
 
     patches = [entry.patch for entry in _core._registry().values()]
     rows = ["| repository | its runs needed | named by `zeropatch check` beforehand | missed |", "| --- | --- | --- | --- |"]

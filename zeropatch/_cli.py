@@ -115,14 +115,14 @@ def cmd_check(args):
     python = _python_release(args.python)
     if python is None:
         return 2
-    from zeropatch import _preflight
+    from zeropatch.check.report import report
 
-    code = _preflight.report(args.path, _core.parse_selection(patches)[0], python=python, arguments=args.script_args)
+    code = report(args.path, _core.parse_selection(patches)[0], python=python, arguments=args.script_args)
     if os.path.isdir(args.path) or args.static:
         return code
     sys.stdout.flush()
     env = _job.run_environment(os.environ, patches)
-    dry_run = subprocess.call([sys.executable, "-m", "zeropatch._check", args.path, *args.script_args], env=env)
+    dry_run = subprocess.call([sys.executable, "-m", "zeropatch.check.dry_run", args.path, *args.script_args], env=env)
     return max(code, dry_run)
 
 

@@ -43,7 +43,7 @@ class Patch:
     for the job report, or None when it did nothing worth a line there. ``looks_for``: what in a repository's code or
     launch files meets this drift, for ``zeropatch check PATH`` to find without running it (``import torch._six``,
     ``name numpy.float``, ``call transformers.Trainer with tokenizer``, ``override transformers.Trainer
-    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/_signatures.py``). ``since``: the
+    compute_loss``, ``option --evaluation_strategy``: the forms are in ``zeropatch/check/signatures.py``). ``since``: the
     zeropatch release that brought the patch (the changelog and the documentation's catalogue are written from it).
     ``legacy_only``: (distribution, release) where the patch fixes the failure only for code written for a release of
     the distribution before that one (``zeropatch._legacy``), so that ``check`` calls it fixed only there.

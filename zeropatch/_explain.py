@@ -5,7 +5,7 @@ removed a module or name, and what replaced it (the API history). The job report
 exception."""
 
 from zeropatch import _core
-from zeropatch._dead_ends import dead_ends_for_error
+from zeropatch.check.dead_ends import dead_ends_for_error
 
 REHEARSAL = "cpu_rehearsal"
 
@@ -56,7 +56,7 @@ def explanation(text, here=_here):
         lines += [f"{patch.name} may fix this: {decides}", f"  {patch.name}: {patch.summary}",
                   f"  affected: {affected}", f"  here: {state}"]
     if not patches and not maybe:
-        from zeropatch._stdlib_removals import removals_for_error
+        from zeropatch.check.stdlib_removals import removals_for_error
 
         lines += [f"No patch can fix this ({module} was removed in Python {'.'.join(map(str, release))}): {advice}"
                   for module, release, advice in removals_for_error(text)]

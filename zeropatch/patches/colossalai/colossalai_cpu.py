@@ -23,7 +23,7 @@ import sys
 import types
 
 from zeropatch._core import Patch, Skip, installed_version, version_tuple
-from zeropatch._cpu_streams import CpuStream
+from zeropatch.kernels.cpu_streams import CpuStream
 from zeropatch.grads import gather_shards
 
 NO_STREAM_METHODS = ("Stream", "current_stream", "default_stream")

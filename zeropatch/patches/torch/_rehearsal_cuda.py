@@ -4,7 +4,7 @@ libraries, which set themselves up from the machine, get the truth."""
 import os
 import sys
 
-from zeropatch._cpu_streams import CpuEvent, CpuStream
+from zeropatch.kernels.cpu_streams import CpuEvent, CpuStream
 from zeropatch.patches.torch._rehearsal_record import LIBRARIES, count, top_package
 
 

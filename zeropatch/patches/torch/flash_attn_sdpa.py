@@ -36,14 +36,14 @@ NAMES = {  # provided module -> its names
 def apply(patcher, module):
     if not is_provided(module):
         raise NotNeeded("flash-attn is installed")
-    from zeropatch import _flash_attn_api
+    from zeropatch.kernels import flash_attn_api
 
     patcher.set(module, "__doc__", f"{module.__name__}: flash-attn's functions on torch's scaled_dot_product_attention "
                                    "(provided by zeropatch)")
     if module.__name__ == "flash_attn":
         patcher.set(module, "__path__", [])
     for name in NAMES[module.__name__]:
-        patcher.set(module, name, getattr(_flash_attn_api, name))
+        patcher.set(module, name, getattr(flash_attn_api, name))
     return f"{module.__name__} provided on scaled_dot_product_attention"
 
 

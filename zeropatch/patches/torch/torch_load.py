@@ -350,7 +350,7 @@ def _explained(error, name, objects):
         beyond = f"; {_load_objects.ENV_ADMITS}=data refuses every class beyond it"
     else:
         why = objects.refused.get(name)
-        beyond = f", nor is it a class of this job's repository or of torch.nn" + (f" ({why})" if why else "")
+        beyond = ", nor is it a class of this job's repository or of torch.nn" + (f" ({why})" if why else "")
     note = (f"zeropatch (torch_load) admitted its list of data-only classes for this load (see SECURITY.md); "
             f"{name or 'what this checkpoint needs'} is not on it{beyond}. If it is only data, allow it yourself: "
             f"torch.serialization.add_safe_globals([...]). If you trust where the file came from completely, "

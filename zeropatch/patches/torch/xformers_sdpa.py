@@ -8,7 +8,7 @@ at module level: "ModuleNotFoundError: No module named 'xformers'" before anythi
 Changes: when the patch is turned on by name and no xformers is installed, zeropatch provides ``xformers``,
 ``xformers.ops``, ``xformers.ops.fmha`` and ``xformers.ops.fmha.attn_bias`` with what legacy training code uses:
 ``memory_efficient_attention`` (and ``..._forward``) on ``scaled_dot_product_attention`` with xformers' contract
-(see zeropatch/_attention.py and _xformers_api.py), ``AttentionBias``, ``LowerTriangularMask`` (``add_bias``),
+(see zeropatch/kernels/attention.py and xformers_api.py), ``AttentionBias``, ``LowerTriangularMask`` (``add_bias``),
 ``LowerTriangularMaskWithTensorBias``, ``BlockDiagonalMask`` / ``BlockDiagonalCausalMask`` (``from_seqlens``,
 ``from_tensor_list``, ``split``, ``make_causal``, ``materialize``) and ``unbind``. Opt-in because a provided package
 flips ``try: import xformers`` feature checks. Where xformers is installed it is left alone (``xformers_fallback``
@@ -20,7 +20,7 @@ from zeropatch._core import NotNeeded, Patch, is_provided
 BIASES = ("AttentionBias", "LowerTriangularMask", "LowerTriangularMaskWithTensorBias", "BlockDiagonalMask",
           "BlockDiagonalCausalMask")
 FUNCTIONS = ("memory_efficient_attention",)
-# module -> (names from zeropatch._xformers_api, its provided submodule (imported so that it is an attribute))
+# module -> (names from zeropatch.kernels.xformers_api, its provided submodule (imported so that it is an attribute))
 CONTENTS = {  # where xformers itself has them
     "xformers": ((), None),
     "xformers.ops": (FUNCTIONS + ("AttentionBias", "LowerTriangularMask"), "fmha"),
@@ -34,7 +34,7 @@ def apply(patcher, module):
         raise NotNeeded("xformers is installed (xformers_fallback covers operators that do not load)")
     import importlib
 
-    from zeropatch import _xformers_api
+    from zeropatch.kernels import xformers_api
     import torch
 
     names, submodule = CONTENTS[module.__name__]
@@ -42,9 +42,9 @@ def apply(patcher, module):
     if module.__name__ != "xformers.ops.fmha.attn_bias":
         patcher.set(module, "__path__", [])  # a package: its submodules are provided too
     for name in names:
-        patcher.set(module, name, getattr(_xformers_api, name))
+        patcher.set(module, name, getattr(xformers_api, name))
     if "memory_efficient_attention" in names:
-        patcher.set(module, "memory_efficient_attention_forward", _xformers_api.memory_efficient_attention)
+        patcher.set(module, "memory_efficient_attention_forward", xformers_api.memory_efficient_attention)
     if module.__name__ == "xformers.ops":
         patcher.set(module, "unbind", torch.unbind)
     if submodule:

@@ -32,7 +32,7 @@ def _fall_back_to_sdpa(wrapped, instance, args, kwargs):
     inform_once(f"xformers_fallback: xformers{_build_state()} has no operator for {getattr(query, 'dtype', '?')} "
                 f"attention on {getattr(getattr(query, 'device', None), 'type', '?')}: it runs on torch's "
                 "scaled_dot_product_attention")
-    from zeropatch._xformers_api import memory_efficient_attention
+    from zeropatch.kernels.xformers_api import memory_efficient_attention
 
     return memory_efficient_attention(*args, **kwargs)
 

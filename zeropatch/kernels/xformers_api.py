@@ -1,5 +1,5 @@
 """xformers' ``memory_efficient_attention`` and the ``xformers.ops.fmha.attn_bias`` classes, on the SDPA engine
-(``_attention``): what ``xformers_fallback`` runs when xformers' operators do not load, and what ``xformers_sdpa``
+(``attention``): what ``xformers_fallback`` runs when xformers' operators do not load, and what ``xformers_sdpa``
 provides where xformers is not installed.
 """
 
@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from zeropatch._attention import TOP_LEFT, attention, varlen_attention
+from zeropatch.kernels.attention import TOP_LEFT, attention, varlen_attention
 
 
 def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=None, *, op=None, output_dtype=None):

@@ -37,6 +37,7 @@ REMOVED = {
     "lib2to3": ((3, 13), "no copy of it is published: yapf >= 0.40 carries its own, black and libcst parse "
                          "without it"),
 }
+REMOVED_IN = REMOVED["imp"][0]  # the release without the modules python_removed_modules provides
 
 
 def removed_on(module, python):

@@ -1,5 +1,5 @@
 """Attention on torch's ``scaled_dot_product_attention`` (SDPA): the engine under the xformers and flash-attn
-contracts (``_xformers_api``, ``_flash_attn_api``) that the ``xformers_fallback``, ``xformers_sdpa`` and
+contracts (``xformers_api``, ``flash_attn_api``) that the ``xformers_fallback``, ``xformers_sdpa`` and
 ``flash_attn_sdpa`` patches serve.
 
 Layouts stay the originals' (``[batch, sequence, heads, head_dim]``, or packed ``[tokens, heads, head_dim]`` for

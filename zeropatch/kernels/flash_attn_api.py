@@ -1,11 +1,11 @@
 """flash-attn's functions (2.x's, 1.x's ``unpadded`` ones with 1.x's causal alignment, ``bert_padding``'s helpers)
-on the SDPA engine (``_attention``): what ``flash_attn_sdpa`` provides where flash-attn is not installed.
+on the SDPA engine (``attention``): what ``flash_attn_sdpa`` provides where flash-attn is not installed.
 """
 
 import torch
 import torch.nn.functional as F
 
-from zeropatch._attention import BOTTOM_RIGHT, TOP_LEFT, attention, varlen_attention
+from zeropatch.kernels.attention import BOTTOM_RIGHT, TOP_LEFT, attention, varlen_attention
 
 
 def _flash_options(name, window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,

@@ -15,7 +15,7 @@ and importing under it raised ``KeyError``): it is named as not tried, with the 
 counts the failures no patch fixes, naming the repository's own packages among them. The script is read as Python
 reads it (a UTF-8 byte-order mark, a coding line).
 
-Usage (through the command line): ``python -m zeropatch._check SCRIPT [ARGS]``; exit 1 when an import failed.
+Usage (through the command line): ``python -m zeropatch.check.dry_run SCRIPT [ARGS]``; exit 1 when an import failed.
 """
 
 import ast
@@ -23,7 +23,7 @@ import os
 import sys
 import traceback
 
-from zeropatch._python_reader import handles_import_errors
+from zeropatch.check.reader import handles_import_errors
 from zeropatch._repository import holds, module_file, root_of
 
 
@@ -207,7 +207,7 @@ def check(script, args, out=sys.stdout):
 
 def main():
     if len(sys.argv) < 2:
-        print("usage: python -m zeropatch._check SCRIPT [ARGS]", file=sys.stderr)
+        print("usage: python -m zeropatch.check.dry_run SCRIPT [ARGS]", file=sys.stderr)
         return 2
     return 1 if check(sys.argv[1], sys.argv[2:]) else 0
 

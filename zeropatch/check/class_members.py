@@ -15,7 +15,7 @@ import builtins
 import functools
 import os
 
-from zeropatch._scan import _module_file, _module_tree
+from zeropatch.check.installed import module_file, module_tree
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,7 +108,7 @@ def _dotted(module, node):
         return f"{owner}.{node.attr}" if owner else None
     if not isinstance(node, ast.Name):
         return None
-    tree = _module_tree(module)
+    tree = module_tree(module)
     for statement in _top_level(tree):
         if isinstance(statement, ast.ClassDef) and statement.name == node.id:
             return f"{module}.{node.id}"
@@ -123,7 +123,7 @@ def _dotted(module, node):
 
 def _definition(module, name, depth):
     """(the module that defines class ``name`` as ``module`` exports it, its class statement), following imports."""
-    tree = _module_tree(module)
+    tree = module_tree(module)
     if tree is None or depth < 0:
         return None
     for statement in _top_level(tree):
@@ -159,4 +159,4 @@ def _absolute(module, statement):
 
 
 def _is_package(module):
-    return os.path.basename(_module_file(module) or "") == "__init__.py"
+    return os.path.basename(module_file(module) or "") == "__init__.py"

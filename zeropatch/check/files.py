@@ -1,9 +1,10 @@
-"""The files of its own repository that a script reaches, for ``zeropatch check SCRIPT``: the modules beside it that
-it imports, theirs in turn, and the modules that dotted paths name in their strings and in the configuration files
-the script is given or names (latent-diffusion's ``main.py --base configs/x.yaml``, whose ``target:
-ldm.models.diffusion.ddpm.LatentDiffusion`` is how its model is built; ControlNet's ``create_model(
-'./models/cldm_v15.yaml')``). Modules resolve from the script's folder, which ``python script.py`` puts first on
-``sys.path``. Read statically: nothing is imported or run.
+"""The first step of ``zeropatch check``: the files to read. A folder's files, or the files of its own repository that
+a script reaches: the modules beside it that it imports, theirs in turn, and the modules that dotted paths name in their
+strings and in the configuration files the script is given or names (latent-diffusion's ``main.py --base
+configs/x.yaml``, whose ``target: ldm.models.diffusion.ddpm.LatentDiffusion`` is how its model is built; ControlNet's
+``create_model('./models/cldm_v15.yaml')``). Modules resolve from the script's folder, which ``python script.py`` puts
+first on ``sys.path``. And the top-level names the repository's own files provide. Read statically: nothing is imported
+or run.
 """
 
 import ast
@@ -13,6 +14,45 @@ import re
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
 MAX_CONFIG_BYTES = 1 << 20
+LAUNCH_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".md", ".txt", ".yaml", ".yml", ".cfg", ".json")
+SKIPPED_FOLDERS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".nox", ".tox", "site-packages",
+                   ".eggs", "build", "dist", ".ipynb_checkpoints"}
+MAX_FILE_BYTES = 2 << 20  # a data file named .json / .txt is not a launch file worth reading
+
+
+def repository_files(root):
+    """A folder's files (not those of version control, environments and builds), in name order; a file itself."""
+    if os.path.isfile(root):
+        yield root
+        return
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if name not in SKIPPED_FOLDERS and not name.startswith("."))
+        for name in sorted(names):
+            yield os.path.join(folder, name)
+
+
+def local_modules(root, files):
+    """Top-level names a repository's own files provide (``ldm`` for ``ldm/models/...``, ``utils`` for ``utils.py``):
+    its imports of them are not missing installs, wherever the scripts put the repository on ``sys.path``."""
+    names = set()
+    for path in files:
+        if path.endswith(".py"):
+            parts = os.path.relpath(path, root).split(os.sep)  # the repository's own folders, not those above it
+            names.add(parts[-1][:-3])
+            names.update(part for part in parts[:-1] if part.isidentifier())
+    return names
+
+
+def root_modules(base, files):
+    """Top-level names of the modules and packages at the repository's root (or the script's folder), which Python
+    finds first when it runs a script there: DETR's and DDIM's ``datasets`` is their own package, not the library."""
+    names = set()
+    for path in files:
+        parts = os.path.relpath(path, base).split(os.sep)
+        if path.endswith(".py") and parts[0] != os.pardir:
+            name = parts[0][:-3] if len(parts) == 1 else parts[0]
+            names.update([name] if name.isidentifier() else [])
+    return names
 
 
 def module_files(base, dotted):

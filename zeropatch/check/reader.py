@@ -1,5 +1,5 @@
 """One Python file read for ``zeropatch check``: its imports resolved (local name -> dotted name) and the classes it
-derives from libraries' classes, then every node matched against the signatures (``_signatures``).
+derives from libraries' classes, then every node matched against the signatures (``signatures``).
 Names resolve through the file's own imports (``import numpy as np``, ``from transformers import Trainer``);
 what cannot be resolved statically (``getattr``, values passed around) is not seen.
 """
@@ -7,8 +7,8 @@ what cannot be resolved statically (``getattr``, values passed around) is not se
 import ast
 import fnmatch
 
-from zeropatch._branches import taken
-from zeropatch._signatures import Finding
+from zeropatch.check.branches import taken
+from zeropatch.check.signatures import Finding
 from zeropatch._versions import installed_version
 
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
@@ -38,7 +38,7 @@ class PythonFileReader(ast.NodeVisitor):
 
     def prepare(self):
         """The file's imports and the library classes its classes derive from (before ``find``); then again without
-        the branches the installed releases never take (``_branches``), whose imports are no breaks."""
+        the branches the installed releases never take (``branches``), whose imports are no breaks."""
         self._read_imports(set())
         skipped = self._branches_not_taken()
         if skipped:
