@@ -329,8 +329,9 @@ SWEEP_BASES = {  # stack -> what its environment holds besides the releases tool
     "bitsandbytes": [*CONSTRAINTS, "torch", "numpy", "accelerate"],  # transformers' quantizers need accelerate
     "omegaconf": [*CONSTRAINTS],
     "openai": [*CONSTRAINTS],
-    # this interpreter's row only: under Python 3.13 it runs in a Debian trixie chroot (README: the python stack)
-    "python": [*CONSTRAINTS, "packaging"],
+    # this interpreter's row only: under Python 3.13 it runs in a Debian trixie chroot (README: the python stack);
+    # torch for the patches of Python's drift met in torch's code (python_bracketed_host)
+    "python": [*CONSTRAINTS, "torch", "packaging"],
     "datasets": [*CONSTRAINTS],
     # setuptools 81: pytorch-lightning 2.0-2.3 import pkg_resources at import (the probe runs without zeropatch)
     "pytorch_lightning": [*CONSTRAINTS, "torch", "numpy", "tensorboardX", "setuptools==81.0.0"],

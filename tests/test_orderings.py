@@ -96,6 +96,11 @@ CASES = {
                                   "import dataclasses; C = dataclasses.make_dataclass('C', [('x', list, "
                                   "dataclasses.field(default_factory=list))]); assert C().x == [] and C().x is not C().x",
                                   False),
+    "python_bracketed_host": (("torch",), ("torch.distributed.rendezvous",),
+                              "import sys, torch.distributed.rendezvous; from urllib.parse import urlsplit; "
+                              "r = sys.modules['torch.distributed.rendezvous']; "
+                              "assert r._rendezvous_helper.__name__ == '_rendezvous_helper' and "
+                              "urlsplit('tcp://[::1]:1').hostname == '::1'", True),
     "moved_names": (("transformers",), ("transformers",),
                     "from transformers.modeling_utils import PreTrainedModel; import transformers; "
                     "assert transformers.BertConfig.__name__ == 'BertConfig'", False),

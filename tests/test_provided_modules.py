@@ -63,3 +63,39 @@ print("checked", len(listed), "names")
 ''', env=clean_environment(ZEROPATCH=name))
     assert_ok(result)
     assert result.stdout.splitlines()[-1].startswith("checked"), result.stdout
+
+
+def test_a_name_a_provided_module_lacks_is_named_with_what_the_history_says():
+    """``from numpy.lib.function_base import disp`` (numpy 2 removed both; moved_names makes the module again, holding
+    the names that moved) and a name torch_six's ``torch._six`` never had: the error names the stand-in, what made it
+    and the history's word, where Python said only "cannot import name ... (unknown location)"; ``hasattr`` stays
+    False, an attribute read an AttributeError."""
+    for library in ("numpy", "torch"):
+        if not installed(library):
+            pytest.skip(f"not installed: {library}")
+    assert_ok(run_python('''
+import numpy, zeropatch
+if int(numpy.__version__.split(".")[0]) < 2:
+    print("numpy 1 still has it")
+    raise SystemExit(0)
+try:
+    from numpy.lib.function_base import disp
+except ImportError as error:
+    said = str(error)
+else:
+    raise AssertionError("disp imported")
+assert "zeropatch's numpy.lib.function_base (moved_names" in said and "removed in numpy 2.0" in said, said
+import numpy.lib.function_base as held
+assert not hasattr(held, "disp") and "moved_names" in held.__doc__
+try:
+    held.disp
+except AttributeError as error:
+    assert "removed in numpy 2.0" in str(error), error
+try:
+    from torch._six import no_such_name
+except ImportError as error:
+    assert "zeropatch's torch._six (torch_six) does not provide it" in str(error), error
+else:
+    raise AssertionError("no_such_name imported")
+print("named")
+''', env=clean_environment(ZEROPATCH="1")))

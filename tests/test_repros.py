@@ -57,6 +57,17 @@ def accelerate_lost_a_keyword():
         "sys.exit(0 if 'logging_dir' not in inspect.signature(Accelerator.__init__).parameters else 1)").returncode == 0
 
 
+def python_refuses_a_bracketed_host_name():
+    """Python's urlsplit refuses a host name in brackets since gh-103848 (3.11.4, and 3.9 / 3.10 security releases)."""
+    import urllib.parse
+
+    try:
+        urllib.parse.urlsplit("tcp://[localhost]:1")
+    except ValueError:
+        return True
+    return False
+
+
 def transformers_lacks_model_helpers():
     """Whether the installed transformers lacks a helper the vendored BERT uses (one flag went in 4.31, the mask
     helpers with 5.0)."""
@@ -196,6 +207,8 @@ REPROS = {
                                "repro: options, configuration and versions read as on Python 3.11"),
     "python_dataclass_defaults": ((), None, "all", {}, lambda: sys.version_info >= (3, 11), None,
                                   "repro: fairseq's FairseqConfig built as on Python 3.10"),
+    "python_bracketed_host": (("torch",), None, "all", {}, python_refuses_a_bracketed_host_name, None,
+                              "repro: the group formed through tcp://[localhost]"),
     # diffusers 0.24 (the colossalai sessions) imports on huggingface_hub >= 1.0 only with hf_hub_legacy
     "moved_names": (("torch", "transformers", "diffusers"), "hf_hub_legacy", "all", {}, transformers_moved_its_helpers,
                     r"cannot import name 'apply_chunking_to_forward' from 'transformers.modeling_utils'",

@@ -191,6 +191,24 @@ def test_a_key_given_a_value_that_breaks_in_configuration_files_and_dict_literal
         Signature("key min_loss_scale matching (")
 
 
+def test_a_string_the_code_builds_a_value_from_but_not_a_docstring(tmp_path):
+    """``string REGEX``: a literal, an f-string's text or a ``.format`` template, and a launch file's line
+    (python_bracketed_host's bracketed host); an IPv6 literal is no match, nor a docstring (prose)."""
+    looks_for = _core._registry()["python_bracketed_host"].patch.looks_for[0]
+    files = {"launch.py": '''\
+        """Starts the job at tcp://[MASTER]:PORT."""
+        import os
+        A = f"tcp://[{os.environ['MASTER_ADDR']}]:{os.environ['MASTER_PORT']}"
+        B = "tcp://[{}]:{}".format("node-1", 29500)
+        C = "tcp://[::1]:29500"
+        D = "tcp://127.0.0.1:29500"
+        ''', "run.sh": "python train.py --dist-url tcp://[$MASTER_ADDR]:29500\npython train.py --dist-url tcp://[fe80::1]:1\n"}
+    assert found(tmp_path, files, Sample("brackets", looks_for)) == [
+        ("launch.py", 3, "brackets"), ("launch.py", 4, "brackets"), ("run.sh", 1, "brackets")]
+    with pytest.raises(ValueError, match="not a regular expression"):
+        Signature("string tcp://[")
+
+
 def test_an_option_of_a_librarys_command_line_only_where_the_repository_uses_that_command_line(tmp_path):
     """``option --NAME of DOTTED``: a diffusers-style script's own ``--logging_dir`` (its argparse defines it) is not
     TrainingArguments' option, nor one in a repository that never names HfArgumentParser / TrainingArguments; one that
@@ -536,3 +554,29 @@ def test_a_repository_s_own_package_of_a_library_s_name_and_a_module_a_lazy_libr
              "datasets/transforms.py": ""}
     assert [(path, line, advice.split(" in the installed")[0]) for path, line, advice in found(tmp_path, files)] == [
         ("main.py", 3, "no module transformers.modeling_bert")]
+
+
+def test_the_entry_points_path_comes_first_the_rest_by_cause_and_what_needs_a_gpu_apart(tmp_path):
+    """Issue #54 item 3: a repository's entry points (its README's launch commands, console scripts, ``train*.py``)
+    and what they reach are shown line by line first; its tests and the rest one line per cause (``--all``: line by
+    line); what breaks here only because this machine has no GPU apart; a README's prose is no launch command, its
+    code blocks are."""
+    files = {"README.md": "Pass --bf16 for speed.\n\n```\ntorchrun --nproc_per_node 8 train.py --bf16\n```\n",
+             "train.py": "import torch\nfrom models.net import Net\nstate = torch.load('x.pt')\nmodel = Net().cuda()\n",
+             "models/__init__.py": "", "models/net.py": "from torch._six import inf\nNet = object\n",
+             "tests/test_old.py": "from torch._six import string_classes\nimport zp_missing_lib\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    shown = run_command(ZEROPATCH + ["check", tmp_path])
+    out = shown.stdout
+    assert out.startswith("entry points: train.py (README.md)"), out
+    entry, rest = out.split("the rest of the repository")
+    assert "fixed   train.py:3" in entry and "fixed   models/net.py:1" in entry, out
+    rest, gpu = rest.split("needs a GPU")
+    assert "tests/test_old.py" not in entry and "NO FIX  1 line in 1 file (tests/test_old.py:2, ...): zp_missing_lib" \
+        in rest and "fixed   1 line in 1 file (tests/test_old.py:1, ...): torch_six" in rest, out
+    assert "2 lines in 2 files" in gpu and "cpu_rehearsal" in gpu and "README.md:1" not in out, out
+    assert shown.returncode == 1 and "1 not fixed (0 of them on the entry points' path)" in out, out
+    every = run_command(ZEROPATCH + ["check", "--all", tmp_path]).stdout
+    assert "fixed   tests/test_old.py:1" in every and "README.md:4" in every, every

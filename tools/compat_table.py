@@ -99,17 +99,17 @@ def readme_section(results):
 def patch_section(results, patch):
     lines = [PATCH_START, "From the release sweep (written by `tools/compat_table.py`; see the documentation's compatibility table):",
              ""]
-    found = False
+    dates = set()  # the days the rows holding this patch's results were run
     for stack, result in results.items():
         package = PATCH_PACKAGE.get(patch, STACK_PACKAGE[stack])
         for row in result["rows"]:
             if patch in row["patches"]:
-                found = True
+                dates.add(row.get("date", result["date"]))
                 label = release_label(row, package, stack)
                 lines.append(f"- {label if label.startswith(package) else f'{package} {label}'}: {cell(row['patches'][patch])}")
-    if not found:
+    if not dates:
         return None
-    return "\n".join(lines + ["", f"(sweep of {', '.join(sorted({r['date'] for r in results.values()}))})", PATCH_END])
+    return "\n".join(lines + ["", f"(sweep of {', '.join(sorted(dates))})", PATCH_END])
 
 
 def replace_between(text, start, end, section):

@@ -218,9 +218,9 @@ STACKS = {
     # one interpreter at a time (a Python is not pip-installed): run under each release, naming it
     # (README: a Debian trixie chroot gives 3.13 here)
     "python": (the_running_python, ["3.11.7", "3.13.5"], "import zeropatch",
-               ["python_removed_modules", "python_dataclass_defaults", "python_removed_names"],
+               ["python_removed_modules", "python_dataclass_defaults", "python_removed_names", "python_bracketed_host"],
                ["tests/test_python_removed_modules.py", "tests/test_python_dataclass_defaults.py",
-                "tests/test_python_removed_names.py",
+                "tests/test_python_removed_names.py", "tests/test_python_bracketed_host.py",
                 "tests/test_provided_modules.py::test_a_provided_module_lists_its_names_as_the_old_one_did"
                 "[python_removed_modules]"]),
     "datasets": (lambda release: [(["install", *constraints(), f"datasets=={release}", "evaluate==0.4.6"], {})],

@@ -117,7 +117,8 @@ def cmd_check(args):
         return 2
     from zeropatch.check.report import report
 
-    code = report(args.path, _core.parse_selection(patches)[0], python=python, arguments=args.script_args)
+    code = report(args.path, _core.parse_selection(patches)[0], python=python, arguments=args.script_args,
+                  everything=args.all)
     if os.path.isdir(args.path) or args.static:
         return code
     sys.stdout.flush()
@@ -160,6 +161,8 @@ def parser():
                                               "import-time dry run")
     check.add_argument("--patches", help="comma list of patches, or 0 for none (default: ZEROPATCH, else the default set)")
     check.add_argument("--static", action="store_true", help="a script: only read it, no import-time dry run")
+    check.add_argument("--all", action="store_true", help="a repository: every line found, not only the entry points' "
+                       "line by line and the rest by cause")
     check.add_argument("--python", metavar="MAJOR.MINOR", help="the Python release the job will run on (default: this one)")
     check.add_argument("path", metavar="PATH")
     check.add_argument("script_args", nargs=argparse.REMAINDER)

@@ -81,9 +81,54 @@ class _ProvidingLoader:
     def exec_module(self, module):
         self._watcher.notify(module)
         name = module.__name__
-        if not any(entry.patch.provides and entry.targets.get(name, (None,))[0] == APPLIED
-                   for entry in _registry().values()):
+        providers = [entry.patch.name for entry in _registry().values()
+                     if entry.patch.provides and entry.targets.get(name, (None,))[0] == APPLIED]
+        if not providers:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if "__getattr__" not in vars(module):  # (a patch that answers names itself says what it lacks)
+            module.__getattr__ = _NotProvided(name, ", ".join(providers))
+
+
+class _NotProvided:
+    """The ``__getattr__`` of a module zeropatch made: a name it lacks is ``not_provided``'s error."""
+
+    __slots__ = ("module", "provider")
+
+    def __init__(self, module, provider):
+        self.module, self.provider = module, provider
+
+    def __call__(self, attr):
+        raise not_provided(self.module, attr, self.provider)
+
+
+def not_provided(module, attr, provider):
+    """The error for a name that zeropatch's stand-in for ``module`` (made by ``provider``) lacks, with what the API
+    history says of it where it knows: an ImportError where ``from module import attr`` asks (Python would say only
+    "cannot import name ... (unknown location)"), an AttributeError elsewhere (``hasattr``, ``getattr`` with a
+    default, a dunder the import system looks for)."""
+    if attr.startswith("__"):
+        return AttributeError(f"module {module!r} has no attribute {attr!r}")
+    from zeropatch._history import describe, removal
+
+    record = removal(module, attr)
+    text = (f"{module}.{attr}: zeropatch's {module} ({provider}) does not provide it"
+            + (f"; {describe(record)}" if record else ""))
+    return ImportError(text, name=module) if _asked_by_from_import() else AttributeError(text)
+
+
+def _asked_by_from_import():
+    """Whether the first frame above zeropatch's own code is running a ``from ... import`` (IMPORT_FROM)."""
+    import dis
+    import os
+
+    own = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(own):
+        frame = frame.f_back
+    try:
+        return frame is not None and dis.opname[frame.f_code.co_code[frame.f_lasti]] == "IMPORT_FROM"
+    except (IndexError, AttributeError):
+        return False
 
 
 def is_provided(module):
@@ -98,7 +143,7 @@ def provide_as(patcher, provided, target, doc):
         try:
             return getattr(target, name)
         except AttributeError:
-            raise AttributeError(f"module {provided.__name__!r} has no attribute {name!r}") from None
+            raise not_provided(provided.__name__, name, f"standing for {target.__name__}") from None
 
     patcher.set(provided, "__getattr__", module_getattr)
     patcher.set(provided, "__dir__", lambda: dir(target))

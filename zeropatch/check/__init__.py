@@ -2,7 +2,8 @@
 
 Its files, in the order of its pipeline (each imports only those above it):
 
-1. ``files``: the files to read (a folder's, or those a script reaches) and the repository's own top-level modules;
+1. ``files``: the files to read (a folder's, or those a script reaches), the repository's own top-level modules and its
+   entry points;
 2. ``signatures``: what the patches declare to look for, and a ``Finding``; ``branches``: which branch of a release
    test the installed releases take; ``reader``: each Python file read once, its imports resolved and every node
    matched against the signatures;
@@ -11,7 +12,8 @@ Its files, in the order of its pipeline (each imports only those above it):
    ``findings``: the findings of a whole repository;
 4. ``verdicts``: whether each breaks here and is fixed, decided as the run decides (the same legacy decision, the
    same releases);
-5. ``report``: what it prints, and its exit status.
+5. ``report``: what it prints (the entry points' path first, the rest by cause, what needs a GPU apart), and its exit
+   status.
 
 ``dry_run`` is the other half of ``zeropatch check SCRIPT``: the script's imports run in a fresh interpreter with
 zeropatch on (``python -m zeropatch.check.dry_run``).

@@ -55,6 +55,69 @@ def root_modules(base, files):
     return names
 
 
+ENTRY_NAMES = re.compile(r"(train|main|run|finetune|fine_tune|pretrain)\w*\.py")  # a repository's usual entry points
+_LAUNCHED = re.compile(r"(?:^|[\s;&|(=])(?:-m\s+(?P<module>[A-Za-z_][\w.]*)|(?P<script>[\w./-]+\.py))(?=$|[\s;&|)'\"])")
+_CONSOLE_SCRIPT = re.compile(r"[\w.-]+\s*=\s*(?P<module>[A-Za-z_][\w.]*):[A-Za-z_]\w*")
+_SETUP_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+def code_lines(path, lines):
+    """(number, line) of a launch file's lines that are commands or configuration: in a Markdown file only its code
+    (fenced blocks, indented blocks); the prose around them is documentation, not a launch."""
+    if not path.endswith(".md"):
+        yield from enumerate(lines, 1)
+        return
+    fence = None
+    for number, line in enumerate(lines, 1):
+        stripped = line.lstrip()
+        marker = stripped[:3]
+        if marker in ("```", "~~~"):
+            fence = None if fence == marker else fence or marker
+        elif fence or line.startswith(("    ", "\t")):
+            yield number, line
+
+
+def entry_points(root):
+    """The entry points of a repository: the scripts and modules its README's and root's launch commands run
+    (``python train.py``, ``torchrun ... main.py``, ``python -m pkg.train``), its console scripts (setup.py,
+    setup.cfg, pyproject.toml), and its root's ``train*.py`` / ``main*.py`` / ``run*.py``; existing files, each
+    once, with what named it."""
+    found = {}
+    launchers = [name for name in sorted(os.listdir(root)) if name.lower().startswith("readme") and name.endswith(
+        ".md") or name.endswith((".sh", ".bash", ".slurm"))]
+    for folder in ("scripts", "script", "tools"):
+        if os.path.isdir(os.path.join(root, folder)):
+            launchers += [os.path.join(folder, name) for name in sorted(os.listdir(os.path.join(root, folder)))
+                          if name.endswith((".sh", ".bash", ".slurm"))]
+    for launcher in launchers:
+        text = _read_small(os.path.join(root, launcher))
+        for _, line in code_lines(launcher, text.splitlines()):
+            for match in _LAUNCHED.finditer(line):
+                files = ([os.path.join(root, match["script"])] if match["script"]
+                         else module_files(root, match["module"])[-1:])
+                for path in files:
+                    if os.path.isfile(path):
+                        found.setdefault(os.path.abspath(path), launcher)
+    for setup in _SETUP_FILES:
+        for match in _CONSOLE_SCRIPT.finditer(_read_small(os.path.join(root, setup))):
+            for path in module_files(root, match["module"])[-1:]:
+                found.setdefault(os.path.abspath(path), f"{setup} (a console script)")
+    for name in sorted(os.listdir(root)):
+        if ENTRY_NAMES.fullmatch(name) and os.path.isfile(os.path.join(root, name)):
+            found.setdefault(os.path.abspath(os.path.join(root, name)), "its name")
+    return found
+
+
+def _read_small(path):
+    try:
+        if os.path.getsize(path) <= MAX_CONFIG_BYTES:
+            with open(path, encoding="utf-8-sig", errors="replace") as file:
+                return file.read()
+    except OSError:
+        pass
+    return ""
+
+
 def module_files(base, dotted):
     """The files importing ``dotted`` runs from ``base``: each package's ``__init__.py`` on the way, then the module
     (empty where its first part is not in ``base``)."""

@@ -24,8 +24,8 @@ from zeropatch._history import ANSWERING_PATCH, answerable, describe, missing_he
 from zeropatch._pins import admits_only_below, is_pin_file, pin_files, read, requirements
 from zeropatch.check.class_members import library_members, own_members
 from zeropatch.check.dead_ends import dead_end
-from zeropatch.check.files import (LAUNCH_SUFFIXES, MAX_FILE_BYTES, local_modules, reached_files, repository_files,
-                                   root_modules)
+from zeropatch.check.files import (LAUNCH_SUFFIXES, MAX_FILE_BYTES, code_lines, local_modules, reached_files,
+                                   repository_files, root_modules)
 from zeropatch.check.installed import (RESOLVED, binds, installed_release, module_exists, package_names,
                                        successor_installed, unresolved)
 from zeropatch.check.reader import PythonFileReader, option_key
@@ -37,7 +37,9 @@ CUDA_BUILDS = {"apex", "flash_attn", "xformers", "pytorch3d",
 
 
 def _text_pattern(signature):
-    """An option in either spelling, or a key as JSON / YAML write it."""
+    """An option in either spelling, a key as JSON / YAML write it, or a string's pattern as it stands."""
+    if signature.kind == "string":
+        return signature.value
     if signature.kind == "key":
         value = r"\s*[\"']?(?:" + signature.value.pattern + r")(?![\w.])" if signature.value else ""
         return re.compile(r"(?<![\w-])[\"']?" + re.escape(signature.target) + r"[\"']?\s*:" + value)
@@ -64,7 +66,8 @@ def scan(root, patches, python=None, arguments=()):
     provided_modules = {signature.target: patch.name for signature, patch in table["import"] if patch.provides}
     provided = {module.split(".")[0] for module in provided_modules}
     restored = {signature.target for signature, patch in table["import"] if patch.package == "python"}
-    options = [(_text_pattern(signature), signature, patch) for signature, patch in table["option"] + table["key"]]
+    options = [(_text_pattern(signature), signature, patch)
+               for signature, patch in table["option"] + table["key"] + table["string"]]
     folder = os.path.isdir(root)
     files = list(repository_files(root)) if folder else reached_files(root, arguments)
     base = root if folder else os.path.dirname(os.path.abspath(root))
@@ -98,7 +101,7 @@ def scan(root, patches, python=None, arguments=()):
         lines = source.splitlines()
         if tree is None:
             result.launch_files += 1
-            for number, line in enumerate(lines, 1):
+            for number, line in code_lines(path, lines):
                 for pattern, signature, patch in options:
                     if pattern.search(line):
                         result.findings.append(Finding(shown, number, line.strip(), patch.name, signature.text))

@@ -238,8 +238,17 @@ class PythonFileReader(ast.NodeVisitor):
                 found.add(patch.name)
         self.generic_visit(node)
 
+    def visit_Expr(self, node):
+        if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):  # a docstring is prose
+            self.generic_visit(node)
+
     def visit_Constant(self, node):
-        if isinstance(node.value, str) and node.value.startswith("--"):
+        if not isinstance(node.value, str):
+            return
+        for signature, patch in self.table["string"]:
+            if signature.value.search(node.value):
+                self._found(node, signature, patch)
+        if node.value.startswith("--"):
             option = node.value.split("=", 1)[0]
             for pattern, signature, patch in self.options:
                 if signature.kind == "option" and pattern.fullmatch(option):

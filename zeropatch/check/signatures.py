@@ -32,6 +32,9 @@ What it looks for is declared by the patches, next to their error texts (``Patch
 - ``key NAME [matching REGEX]``: a configuration key, in a launch file (``"cpu_offload_params": true``) or a Python
   dict literal; ``matching REGEX``: only where its value, as written (a string without its quotes, as YAML writes it),
   matches (``"min_loss_scale": 1e-10``, not ``1``; ``opt: radam``);
+- ``string REGEX``: a string in the code (a literal, or the text of an f-string or a ``.format`` template; not a
+  docstring) or a line of a launch file that REGEX finds: what a value is built from, wherever it goes
+  (python_bracketed_host's: a URL with a bracketed host, ``f"tcp://[{addr}]:{port}"``);
 - ``pin DIST[<VERSION]``: the repository's requirement files (``_pins``) require the distribution ``DIST``, or with
   ``<VERSION`` pin it to releases before ``VERSION`` only: an old release of another library whose own code meets the
   drift (``pin diffusers<0.29``: diffusers 0.24 imports what huggingface_hub 1.0 removed).
@@ -41,7 +44,7 @@ import re
 
 from zeropatch._versions import version_tuple
 
-KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key", "pin", "default")
+KINDS = ("import", "name", "attribute", "call", "override", "define", "option", "key", "string", "pin", "default")
 
 
 class Signature:
@@ -68,6 +71,8 @@ class Signature:
         self.value = None  # for a key: the pattern its value, as written, must match (None: any)
         if self.kind == "key" and len(rest) == 2 and rest[0] == "matching":
             self.value, rest = _pattern(text, rest[1]), []
+        if self.kind == "string":
+            self.value = _pattern(text, self.target)
         if self.kind == "option" and len(rest) == 2 and rest[0] == "of":
             self.owners, rest = frozenset(rest[1].split("|")), []
         if self.kind == "define" and (len(rest) == 1 or len(rest) == 3 and rest[1] in ("with", "without")):
@@ -86,7 +91,8 @@ class Signature:
             raise ValueError(f"looks_for entry {text!r}: valid forms are 'import MODULE', 'name DOTTED', 'name "
                              f"MODULE.* without NAMES', 'attribute NAME', 'call DOTTED [with|without KEYWORDS]', "
                              f"'override DOTTED METHOD', 'define DOTTED METHOD [with|without NAMES]', 'option --NAME "
-                             f"[of DOTTED]', 'key NAME [matching REGEX]', 'pin DIST[<VERSION]', 'default DOTTED'")
+                             f"[of DOTTED]', 'key NAME [matching REGEX]', 'string REGEX', 'pin DIST[<VERSION]', "
+                             f"'default DOTTED'")
 
 
 def _release(text, value):

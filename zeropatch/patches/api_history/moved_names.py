@@ -31,7 +31,7 @@ import sys
 from importlib.machinery import ModuleSpec
 
 from zeropatch._core import HISTORY, Patch, Skip, inform_once, warn_once
-from zeropatch._hooks import _WATCHER, _unwatch, _watch
+from zeropatch._hooks import _WATCHER, _unwatch, _watch, not_provided
 from zeropatch._legacy import Tally
 from zeropatch._patcher import LACKS_ASKING, ModuleGetter
 
@@ -92,6 +92,8 @@ class _Answers(ModuleGetter):
                 except (ImportError, AttributeError) as error:
                     raise AttributeError(f"module {name!r} has no attribute {attr!r} (its successor "
                                          f"{record.successor.replace(':', '.')} did not import: {error})") from error
+        if isinstance(getattr(self.module.__spec__, "loader", None), _Holder):  # a module of zeropatch's
+            raise not_provided(name, attr, "moved_names: only the names that moved when it was removed")
         raise AttributeError(f"module {name!r} has no attribute {attr!r}")
 
 
