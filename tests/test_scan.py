@@ -580,3 +580,32 @@ def test_the_entry_points_path_comes_first_the_rest_by_cause_and_what_needs_a_gp
     assert shown.returncode == 1 and "1 not fixed (0 of them on the entry points' path)" in out, out
     every = run_command(ZEROPATCH + ["check", "--all", tmp_path]).stdout
     assert "fixed   tests/test_old.py:1" in every and "README.md:4" in every, every
+
+
+def test_a_missing_module_imported_only_under_an_option_is_a_note_that_says_so(tmp_path):
+    """deep-text-recognition-benchmark imports warpctc_pytorch only ``if opt.baiduCTC:``: check cannot know whether a
+    run takes that path, so the missing install is a note naming the condition, not a NO FIX; an import every run
+    meets (at the top, or under ``if __name__ == "__main__":``) still is one."""
+    files = {"train.py": """\
+        import argparse
+
+        def train(opt):
+            if opt.baiduCTC:
+                from zp_not_installed_ctc import CTCLoss
+            else:
+                import zp_not_installed_other
+
+        if __name__ == "__main__":
+            import zp_not_installed_main
+        """}
+    found_ = found(tmp_path, files)
+    assert sorted(advice.split(",")[0].split(":")[0] for _, _, advice in found_) == [
+        "zp_not_installed_ctc is not installed here", "zp_not_installed_main is not installed here",
+        "zp_not_installed_other is not installed here"], found_
+    advice = dict((advice.split(" ")[0], advice) for _, _, advice in found_)
+    assert "imported only where `if opt.baiduCTC:` (train.py:4) holds" in advice["zp_not_installed_ctc"]
+    assert "imported only where" in advice["zp_not_installed_other"]
+    assert "imported only where" not in advice["zp_not_installed_main"]
+    shown = run_command(ZEROPATCH + ["check", tmp_path]).stdout
+    assert "note    train.py:5  from zp_not_installed_ctc import CTCLoss" in shown, shown
+    assert "NO FIX  train.py:10  import zp_not_installed_main" in shown, shown

@@ -118,8 +118,8 @@ def scan(root, patches, python=None, arguments=()):
             repository_decorated.setdefault(name, {}).update(decorators)
     for reader in readers:
         result.findings += reader.find(repository_classes, repository_decorated)
-        for node, top in reader.missing:
-            missing.setdefault(top, []).append((reader.path, node))
+        for node, top, condition in reader.missing:
+            missing.setdefault(top, []).append((reader.path, node, condition))
         result.findings += _python_removals(reader, python, restored)
         result.findings += _history_findings(reader, provided_modules, own)
     result.findings += _unknown_attributes(readers, {signature.target for signature, _ in table["attribute"]})
@@ -127,7 +127,8 @@ def scan(root, patches, python=None, arguments=()):
     result.findings = _options_of_their_owners(result.findings, table["option"], readers)
     result.findings += _pin_findings(files if folder else (), base, table["pin"])
     for top, places in sorted(missing.items()):
-        where, node = places[0]
+        places.sort(key=lambda place: place[2] is not None)  # an import every run meets first
+        where, node, condition = places[0]
         more = f" (and {len(places) - 1} more imports)" if len(places) > 1 else ""
         if dead_end(top):
             advice = f"{top}{more}: {dead_end(top)}"
@@ -137,9 +138,15 @@ def scan(root, patches, python=None, arguments=()):
                 or importlib.util.find_spec(top) is not None):
             continue  # (what Python removed is named for the job's release by _python_removals)
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
-        result.findings.append(Finding(where, node.lineno, ast.unparse(node),
-                                       advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
-                                              f"helps"))
+        if condition is None:
+            result.findings.append(Finding(where, node.lineno, ast.unparse(node),
+                                           advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
+                                                  f"helps"))
+            continue
+        result.findings.append(Finding(
+            where, node.lineno, ast.unparse(node), conditional=True,
+            advice=f"{top} is not installed here{more}, imported only where `if {ast.unparse(condition.test)}:` "
+                   f"({where}:{condition.lineno}) holds, which check cannot know: {kind}install it for that path"))
     return result
 
 

@@ -28,7 +28,8 @@ class PythonFileReader(ast.NodeVisitor):
         self.derived = {}  # a class of this file (later: of the repository) -> the library classes it derives from
         self.optional = set()  # import nodes inside a try that handles ImportError
         self.findings = []
-        self.missing = []  # (node, top-level module): maybe installed nowhere (scan() asks)
+        self.missing = []  # (node, top-level module, the ``if`` it runs under or None): maybe installed nowhere
+        self._conditions = []  # the ``if`` statements being visited whose branch check cannot decide
         self.imports = []  # (node, absolute module name), every import of the file
         self.reads = []  # (node, dotted name), every attribute read off an imported module (``transforms.Scale``)
         self.named = set()  # the dotted names the file names through its imports (for ``option ... of``)
@@ -182,15 +183,22 @@ class PythonFileReader(ast.NodeVisitor):
     def _note_missing(self, node, module):
         top = module.split(".")[0]
         if id(node) not in self.optional and self.local_modules is not None and top not in self.local_modules:
-            self.missing.append((node, top))
+            condition = self._conditions[-1] if self._conditions else None
+            self.missing.append((node, top, condition))
             needed = NEEDS_ANOTHER.get(module) or NEEDS_ANOTHER.get(module.rpartition(".")[0])
             if needed:
-                self.missing.append((node, needed))
+                self.missing.append((node, needed, condition))
 
     def visit_If(self, node):
         branch = self.taken.get(id(node))
         if branch is None:
+            # a run takes it or not by what check cannot read (an option, the data); ``__main__`` is a script's run
+            decided = "__name__" in {getattr(inner, "id", None) for inner in ast.walk(node.test)}
+            if not decided:
+                self._conditions.append(node)
             self.generic_visit(node)
+            if not decided:
+                self._conditions.pop()
             return
         self.visit(node.test)
         for statement in node.body if branch else node.orelse:

@@ -57,7 +57,7 @@ def _verdict(group, registry, selected, failing, folder, python):
     also = f"   (and {more} more in this file)" if more else ""
     where = f"{finding.path}:{finding.line}  {finding.code}{also}"
     if finding.patch is None:
-        return _Verdict("NO FIX", [where.rstrip(), finding.advice])
+        return _Verdict("note" if finding.conditional else "NO FIX", [where.rstrip(), finding.advice])
     patch = registry[finding.patch].patch
     # a finding of the API history says itself why it breaks here (the release that moved the name)
     breaks, why = (True, finding.advice) if finding.advice else \

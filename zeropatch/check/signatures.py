@@ -120,13 +120,15 @@ def _literal(text, value):
 
 class Finding:
     """Code that will break: where, the line, and why (a patch, or what no patch fixes); ``needs``: the other patches
-    that must be on for ``patch`` to fix it (moved_names answering with a name of a module torch_six provides)."""
+    that must be on for ``patch`` to fix it (moved_names answering with a name of a module torch_six provides);
+    ``conditional``: it breaks only on a path a run may not take (an import under an option's ``if``)."""
 
-    __slots__ = ("path", "line", "code", "patch", "signature", "advice", "needs")
+    __slots__ = ("path", "line", "code", "patch", "signature", "advice", "needs", "conditional")
 
-    def __init__(self, path, line, code, patch=None, signature=None, advice=None, needs=()):
+    def __init__(self, path, line, code, patch=None, signature=None, advice=None, needs=(), conditional=False):
         self.path, self.line, self.code = path, line, code
         self.patch, self.signature, self.advice, self.needs = patch, signature, advice, needs
+        self.conditional = conditional
 
     def __repr__(self):
         return f"Finding({self.path}:{self.line}, {self.patch or self.advice!r})"
