@@ -299,6 +299,19 @@ def test_job_report_sums_what_patches_did_and_skips_those_that_did_nothing(tmp_p
     assert "  hf_checkpoint_dtype: not known to be legacy" in lines
 
 
+def test_job_report_names_the_put_back_names_the_code_read(tmp_path):
+    """Issue #54 item 4: a patch that puts names back says which ones the job read, and how often (numpy_aliases:
+    ``np.float`` three times, ``np.int`` once), not only "applied"."""
+    if run_python("import numpy, sys; sys.exit(0 if hasattr(numpy, 'float') else 1)").returncode == 0:
+        pytest.skip("this numpy still has numpy.float: nothing is put back")
+    script = tmp_path / "aliases.py"
+    script.write_text("import numpy as np\nfor _ in range(3):\n    x = np.float(1)\nprint('read', x, np.int(2))\n")
+    result = run_command(ZEROPATCH + ["run", "--", sys.executable, script], cwd=tmp_path)
+    assert_ok(result)
+    assert "numpy_aliases: the names it put back that the code read" in result.stderr, result.stderr
+    assert "    numpy.float read x3" in result.stderr and "    numpy.int read x1" in result.stderr, result.stderr
+
+
 def test_job_report_counts_what_was_not_reached_or_not_needed_and_lists_it_on_request(tmp_path):
     """Library-free: the short report keeps what applied and what failed or was skipped; the patches not needed or
     never reached are counted on one line, and listed with --report all (everything=True)."""

@@ -76,6 +76,15 @@ class Patcher:
         self.set(module, "__getattr__", getter)
         self.on_revert(getter.names.clear)  # a getter stacked on ours since keeps asking it: it answers nothing now
 
+    def answered(self):
+        """How often the code read each name this patcher put back (``module.name`` -> count)."""
+        counts = {}
+        for _, _, _, value in self.changes():
+            if isinstance(value, _PutBack):
+                for name, count in value.asked.items():
+                    counts[f"{value.module_name}.{name}"] = counts.get(f"{value.module_name}.{name}", 0) + count
+        return counts
+
     def fill(self, module, names, doc):
         """Fill a module zeropatch provides (the release imported has none: ``is_provided``) with ``names`` (name ->
         value), listed in its ``dir()`` and ``__all__`` as the old release's module listed them, and ``doc`` as its
@@ -247,15 +256,17 @@ def _following(followed):
 class _PutBack(ModuleGetter):
     """A module's ``__getattr__`` that answers the names a patch put back, then asks the one it replaced."""
 
-    __slots__ = ("module_name", "names")
+    __slots__ = ("module_name", "names", "asked")
 
     def __init__(self, module_name, names, previous):
         self.module_name = module_name
         self.names = names
         self.previous = previous
+        self.asked = {}  # name -> how often the code read it (the job report's "what it answered")
 
     def __call__(self, attr):
         if attr in self.names:
+            self.asked[attr] = self.asked.get(attr, 0) + 1
             return self.names[attr]
         if self.previous is not None:
             return self.previous(attr)

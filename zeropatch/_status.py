@@ -44,8 +44,8 @@ def report_to_job():
         entries = _registry().values()
         record = {"pid": os.getpid(), "rank": os.environ.get("RANK"), "argv": sys.argv[:3],
                   "patches": [_record(entry, look_up_installed=False).as_dict() for entry in entries],
-                  "reports": {entry.patch.name: entry.patch.report() for entry in entries
-                              if entry.patchers and entry.patch.report is not None},
+                  "reports": {entry.patch.name: report for entry in entries if entry.patchers
+                              for report in [_report(entry)] if report is not None},
                   "error": _UNCAUGHT[0] if _UNCAUGHT else None}
         path = os.path.join(folder, f"{os.getpid()}{RECORD_SUFFIX}")
         with open(path + ".tmp", "w") as file:
@@ -53,6 +53,19 @@ def report_to_job():
         os.replace(path + ".tmp", path)
     except Exception as error:  # the folder went away (the run ended, or this runs on another node), or a bug of ours
         logger().debug("zeropatch: job record not written: %s", error)
+
+
+def _report(entry):
+    """A patch's report for the job (``Patch.report``'s form), with the names it put back that the code read."""
+    report = entry.patch.report() if entry.patch.report is not None else None
+    read = {}
+    for patcher in entry.patchers.values():
+        for name, count in patcher.answered().items():
+            read[f"{name} read"] = read.get(f"{name} read", 0) + count
+    if not read:
+        return report
+    report = report or {"note": "the names it put back that the code read", "counts": {}, "first": {}}
+    return {**report, "counts": {**report["counts"], **read}}
 
 
 def _record(entry, look_up_installed=True):
