@@ -46,6 +46,7 @@ PRIVATE_CACHE = os.path.join(SESSION_FOLDER, "cache")  # shared with nothing els
 # TMPDIR of every subprocess; pytest's own tmp_path is left where pytest puts it, since tests make sockets under it
 TEMPORARY = os.path.join(SESSION_FOLDER, "tmp")
 os.makedirs(TEMPORARY)
+os.environ["XDG_CACHE_HOME"] = PRIVATE_CACHE  # what this process itself keeps (check's names of installed files)
 if os.environ.get("ZEROPATCH_TEST_GPUS") != "1":
     os.environ.update(CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")  # before torch is imported here or anywhere below
 

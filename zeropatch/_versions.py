@@ -4,6 +4,7 @@ import os
 import sys
 
 _DISTRIBUTIONS = {}  # distribution name -> its importlib.metadata Distribution or None: fixed under a process
+_VERSIONS = {}  # distribution name -> its version (a Distribution parses its metadata again at each .version)
 _HOMES = {}  # distribution name -> the folders its modules are imported from
 OTHER_NAMES = {"PIL": "pillow", "pkg_resources": "setuptools", "pytorch_lightning": "pytorch-lightning",
                "yaml": "pyyaml"}  # top-level package -> its distribution, where the names differ
@@ -30,8 +31,10 @@ def installed_version(distribution):
     interpreter's release (patches of modules CPython removed name it as their package)."""
     if distribution == "python":
         return "{}.{}.{}".format(*sys.version_info[:3])
-    found = _distribution(distribution)
-    return found and found.version
+    if distribution not in _VERSIONS:
+        found = _distribution(distribution)
+        _VERSIONS[distribution] = found and found.version
+    return _VERSIONS[distribution]
 
 
 def _homes(name):

@@ -26,7 +26,7 @@ from zeropatch.check.class_members import library_members, own_members
 from zeropatch.check.dead_ends import dead_end
 from zeropatch.check.files import (LAUNCH_SUFFIXES, MAX_FILE_BYTES, code_lines, local_modules, reached_files,
                                    repository_files, root_modules)
-from zeropatch.check.installed import (RESOLVED, binds, installed_release, module_exists, package_names,
+from zeropatch.check.installed import (RESOLVED, binds, installed_release, module_exists, package_names, save_kept,
                                        successor_installed, unresolved)
 from zeropatch.check.reader import PythonFileReader, option_key
 from zeropatch.check.signatures import Finding, signatures
@@ -147,6 +147,7 @@ def scan(root, patches, python=None, arguments=()):
             where, node.lineno, ast.unparse(node), conditional=True,
             advice=f"{top} is not installed here{more}, imported only where `if {ast.unparse(condition.test)}:` "
                    f"({where}:{condition.lineno}) holds, which check cannot know: {kind}install it for that path"))
+    save_kept()
     return result
 
 
@@ -175,7 +176,7 @@ def _history_findings(reader, provided, own):
         if finding.signature:
             target = finding.signature.split()[-1].removesuffix(".*")
             covered.setdefault(finding.line, set()).update((target, target.rpartition(".")[2]))
-    found, seen, parsed = [], set(), {}
+    found, seen = [], set()
     for node, module in reader.imports:
         if id(node) in seen or id(node) in reader.optional or module.split(".")[0] in own:
             continue
@@ -190,8 +191,8 @@ def _history_findings(reader, provided, own):
                    # `from package import name`, where the history knows a removed submodule package.name: the
                    # package may still answer the name itself (huggingface_hub's snapshot_download function)
                    and not (record.name is None and name is not None and package_names(package, name))
-                   and not (record.name is not None and binds(record.module, record.name, parsed, lazy=False))]
-        unknown = [] if records else unresolved(asked, parsed)
+                   and not (record.name is not None and binds(record.module, record.name, lazy=False))]
+        unknown = [] if records else unresolved(asked)
         if unknown:
             found.append(Finding(reader.path, node.lineno, reader.lines[node.lineno - 1].strip(), advice="; ".join(
                 unknown)))
@@ -204,7 +205,7 @@ def _history_findings(reader, provided, own):
         if node.lineno in lines or top not in RESOLVED or top in own or not module_exists(module):
             continue
         record = removal(module, name)
-        if record and record.name and missing_here(record) and not binds(module, name, parsed, lazy=False):
+        if record and record.name and missing_here(record) and not binds(module, name, lazy=False):
             lines.add(node.lineno)
             found.append(_history_finding(reader, node, [record], provided))
     return found
@@ -213,7 +214,7 @@ def _history_findings(reader, provided, own):
 def _not_the_repository_s_own(findings, readers):
     """The findings, less those of an ``attribute NAME`` signature where the repository defines a function or method
     NAME itself (BLIP's ``med.py`` defines its own ``get_extended_attention_mask``: its calls do not break)."""
-    defined = {node.name for reader in readers for node in ast.walk(reader.tree)
+    defined = {node.name for reader in readers for node in reader.nodes
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     return [finding for finding in findings if not (finding.signature or "").startswith("attribute ")
             or finding.signature.split()[1] not in defined]
@@ -228,7 +229,7 @@ def _unknown_attributes(readers, declared):
     signature declares (``declared``: that patch's finding says it). Once per class and name."""
     classes, set_somewhere = {}, set()
     for reader in readers:
-        for node in ast.walk(reader.tree):
+        for node in reader.nodes:
             if isinstance(node, ast.ClassDef):
                 classes.setdefault(node.name, (node, reader))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -239,10 +240,12 @@ def _unknown_attributes(readers, declared):
     for name, (node, reader) in classes.items():
         bases = reader.derived.get(name, set())
         libraries = sorted(base for base in bases if base.split(".")[0] in RESOLVED)
-        known = _repository_members(name, classes, set())
-        if not libraries or known is None or any(  # another library's class, or one of a script's modules
+        if not libraries or any(  # another library's class, or one of a script's modules
                 base.split(".")[0] not in RESOLVED and base.split(".")[0] not in (reader.local_modules or ())
                 for base in bases):
+            continue
+        known = _repository_members(name, classes, set())
+        if known is None:
             continue
         inherited = [library_members(base) for base in libraries]
         if None in inherited:

@@ -5,9 +5,12 @@ these; each file is parsed once a process."""
 
 import ast
 import functools
+import hashlib
 import importlib.util
+import json
 import os
 import re
+import sys
 
 from zeropatch._hooks import _WATCHER
 from zeropatch._versions import distribution_of, installed_version
@@ -18,7 +21,7 @@ RESOLVED = ("PIL", "accelerate", "datasets", "diffusers", "huggingface_hub", "nu
             "pytorch_lightning", "timm", "torch", "torchaudio", "torchvision", "transformers")
 
 
-def unresolved(asked, parsed):
+def unresolved(asked):
     """What of an import (``asked``: (module, name or None) pairs) the installed release of a RESOLVED library lacks,
     read from its files (parsed, nothing imported), where the history records nothing: a module that is no file of it,
     a name its module (or one it star-imports) neither binds nor lists. A module that makes names or submodules at run
@@ -30,10 +33,10 @@ def unresolved(asked, parsed):
             continue
         if not module_exists(module):
             parent = module.rpartition(".")[0]
-            if parent and module_exists(parent) and not names_of(parent, parsed)[4]:
+            if parent and module_exists(parent) and not names_of(parent)[4]:
                 said.append(f"no module {module} in the installed {installed_release(top)}")
             break
-        if name is not None and not module_exists(f"{module}.{name}") and not binds(module, name, parsed):
+        if name is not None and not module_exists(f"{module}.{name}") and not binds(module, name):
             said.append(f"{module} has no {name} in the installed {installed_release(top)}")
     return said
 
@@ -44,27 +47,102 @@ def installed_release(top):
     return f"{distribution} {installed_version(distribution) or ''}".rstrip()
 
 
-def binds(module, name, parsed, lazy=True, depth=4):
+def binds(module, name, lazy=True, depth=4):
     """Whether ``module`` binds or lists ``name`` anywhere in its code, or writes names at run time (``globals()``,
     ``sys.modules``), or (``lazy``) answers names through a ``__getattr__``, or a module it star-imports binds it.
     The history's records are checked with ``lazy`` False: it read a lazy module's names itself."""
-    names, stars, writes, answers, _ = names_of(module, parsed)
+    names, stars, writes, answers, _ = names_of(module)
     if name in names or writes or (lazy and answers):
         return True
-    return depth > 0 and any(binds(star, name, parsed, lazy, depth - 1) for star in stars if module_exists(star))
+    return depth > 0 and any(binds(star, name, lazy, depth - 1) for star in stars if module_exists(star))
 
 
-def names_of(module, parsed):
+@functools.lru_cache(maxsize=None)
+def names_of(module):
     """(the names ``module``'s code binds or lists as strings, the modules it star-imports, whether it writes names at
     run time, whether it answers names through ``__getattr__``, whether it makes modules under other names at run
-    time), parsed once from its installed source (none: taken as making them all). A module that puts only itself
-    in ``sys.modules`` (transformers' lazy ``sys.modules[__name__] = _LazyModule(...)``) makes no submodules: an import
-    of one it lacks fails (``transformers.modeling_bert``, gone in 4.0)."""
-    if module not in parsed:
+    time), parsed once from its installed source (none: taken as making them all; kept between runs: ``_Kept``). A
+    module that puts only itself in ``sys.modules`` (transformers' lazy ``sys.modules[__name__] = _LazyModule(...)``)
+    makes no submodules: an import of one it lacks fails (``transformers.modeling_bert``, gone in 4.0)."""
+    path = module_file(module)
+    found = _KEPT.get(path)
+    if found is None:
         tree = module_tree(module)
-        package = module if (module_file(module) or "").endswith("__init__.py") else module.rpartition(".")[0]
-        parsed[module] = (set(), [], True, True, True) if tree is None else _bound_names(tree, package)
-    return parsed[module]
+        package = module if (path or "").endswith("__init__.py") else module.rpartition(".")[0]
+        if tree is None:
+            return frozenset(), (), True, True, True
+        found = _bound_names(tree, package)
+        _KEPT.put(path, found)
+    names, stars, dynamic, answers, makes_modules = found
+    return frozenset(names), tuple(stars), dynamic, answers, makes_modules
+
+
+class _Kept:
+    """``names_of``'s answers kept between runs of ``zeropatch check``, per installed file (its size and modification
+    time): a library's files are read at the first check, not at every one. One file per environment and release of
+    this module, in ``$XDG_CACHE_HOME/zeropatch`` (``~/.cache/zeropatch``); ``ZEROPATCH_CHECK_CACHE=0`` keeps nothing."""
+
+    def __init__(self):
+        self.entries = None  # path -> [size, mtime_ns, names, stars, dynamic, answers, makes_modules]
+        self.changed = False
+
+    def _path(self):
+        with open(__file__, "rb") as source:
+            key = hashlib.sha1(sys.prefix.encode() + sys.version.encode() + source.read()).hexdigest()[:16]
+        folder = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(folder, "zeropatch", f"check-names-{key}.json")
+
+    def _load(self):
+        self.entries = {}
+        if os.environ.get("ZEROPATCH_CHECK_CACHE", "1") == "0":
+            return
+        try:
+            with open(self._path(), encoding="utf-8") as file:
+                self.entries = json.load(file)
+        except (OSError, ValueError):
+            pass
+
+    def get(self, path):
+        if path is None or not path.endswith(".py"):
+            return None
+        if self.entries is None:
+            self._load()
+        entry = self.entries.get(path)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        if entry is None or entry[:2] != [stat.st_size, stat.st_mtime_ns]:
+            return None
+        return entry[2:]
+
+    def put(self, path, found):
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return
+        names, stars, dynamic, answers, makes_modules = found
+        self.entries[path] = [stat.st_size, stat.st_mtime_ns, sorted(names), list(stars), dynamic, answers,
+                              makes_modules]
+        self.changed = True
+
+    def save(self):
+        """Write what this run added (atomically; nothing where the folder cannot be written)."""
+        if not self.changed or os.environ.get("ZEROPATCH_CHECK_CACHE", "1") == "0":
+            return
+        path = self._path()
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(f"{path}.{os.getpid()}.tmp", "w", encoding="utf-8") as file:
+                json.dump(self.entries, file)
+            os.replace(f"{path}.{os.getpid()}.tmp", path)
+            self.changed = False
+        except OSError:
+            pass
+
+
+_KEPT = _Kept()
+save_kept = _KEPT.save
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,7 +5,6 @@ what cannot be resolved statically (``getattr``, values passed around) is not se
 """
 
 import ast
-import fnmatch
 
 from zeropatch.check.branches import taken
 from zeropatch.check.signatures import Finding
@@ -23,6 +22,7 @@ class PythonFileReader(ast.NodeVisitor):
 
     def __init__(self, path, tree, lines, table, options, local_modules):
         self.path, self.tree, self.lines, self.table, self.options = path, tree, lines, table, options
+        self.nodes = list(ast.walk(tree))  # every node, walked once (breadth first, as ast.walk goes)
         self.local_modules = local_modules
         self.aliases = {}
         self.derived = {}  # a class of this file (later: of the repository) -> the library classes it derives from
@@ -47,7 +47,7 @@ class PythonFileReader(ast.NodeVisitor):
             self._read_imports(skipped)
         self.named.update(self.aliases.values())
         self._derive_classes()
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 self.decorated[node.name] = {self.resolve(getattr(decorator, "func", decorator)): _hashable(decorator)
                                              for decorator in node.decorator_list}
@@ -57,7 +57,7 @@ class PythonFileReader(ast.NodeVisitor):
         A name stands for its value only where the file binds it once, at its top level (never in a function, as a
         parameter, or through ``global``)."""
         bound = {}
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             names = ([node.id] if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else
                      [node.arg] if isinstance(node, ast.arg) else node.names if isinstance(node, ast.Global) else [])
             for name in names:
@@ -66,7 +66,7 @@ class PythonFileReader(ast.NodeVisitor):
                     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                     and bound[node.targets[0].id] == 1}
         skipped = set()
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.If) and id(node) not in skipped:
                 branch = taken(node.test, self.resolve, assigned)
                 if branch is not None:
@@ -76,7 +76,7 @@ class PythonFileReader(ast.NodeVisitor):
         return skipped
 
     def _read_imports(self, skipped):
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if id(node) in skipped:
                 continue
             if isinstance(node, ast.Try) and handles_import_errors(node):
@@ -105,7 +105,7 @@ class PythonFileReader(ast.NodeVisitor):
         return self.findings
 
     def _derive_classes(self):
-        classes = [node for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)]
+        classes = [node for node in self.nodes if isinstance(node, ast.ClassDef)]
         changed = True
         while changed:  # a class derived from a class of this file derived from a library's
             changed = False
@@ -144,15 +144,14 @@ class PythonFileReader(ast.NodeVisitor):
         MODULE.* without NAMES`` signatures look at; ``direct``: an attribute read, which they match only where it is
         read off MODULE itself, once a line). Whether one matched."""
         matched = False
-        for signature, patch in self.table["name"]:
-            if signature.keyword is None:
-                if dotted == signature.target and not modules_only:
+        for signature, patch, module in self.table["names"].asked_by(dotted):
+            if module is None:
+                if not modules_only:
                     self._found(node, signature, patch)
                     matched = True
                 continue
-            module = signature.target[:-2]
-            rest = dotted[len(module) + 1:] if dotted.startswith(module + ".") else ""
-            if rest and rest.split(".")[0] not in signature.keyword and not (direct and "." in rest):
+            rest = dotted[len(module) + 1:]
+            if rest.split(".")[0] not in signature.keyword and not (direct and "." in rest):
                 self._found(node, signature, patch)
                 matched = True
         return matched
@@ -232,13 +231,8 @@ class PythonFileReader(ast.NodeVisitor):
         valued = {name for name, value in given.items() if not _maybe_none(value)}  # None is not a value
         method = node.func.attr if isinstance(node.func, ast.Attribute) and called is None else None
         found = set()
-        for signature, patch in self.table["call"]:
+        for signature, patch in self.table["calls"].asked_by(names, method):
             if patch.name in found:
-                continue
-            if signature.target.startswith("*."):
-                if signature.target[2:] != method:
-                    continue
-            elif not any(fnmatch.fnmatchcase(name, signature.target) for name in names):
                 continue
             if signature.keyword is None or (_given(signature, given) if signature.present
                                              else not signature.keyword & valued):

@@ -40,6 +40,7 @@ What it looks for is declared by the patches, next to their error texts (``Patch
   drift (``pin diffusers<0.29``: diffusers 0.24 imports what huggingface_hub 1.0 removed).
 """
 
+import fnmatch
 import re
 
 from zeropatch._versions import version_tuple
@@ -136,14 +137,62 @@ class Finding:
 
 def signatures(patches):
     """(kind -> [(Signature, patch)]) for the patches that declare what to look for, also where their drift is left
-    failing (``refusal``)."""
+    failing (``refusal``); ``"calls"`` and ``"names"``: the ``call`` and ``name`` entries indexed (``Calls``,
+    ``Names``)."""
     table = {kind: [] for kind in KINDS}
     for patch in patches:
         refused = [text for entry in patch.unfixable if len(entry) > 2 for text in entry[2]]
         for text in (*patch.looks_for, *refused):
             signature = Signature(text)
             table[signature.kind].append((signature, patch))
+    table["calls"] = Calls(table["call"])
+    table["names"] = Names(table["name"])
     return table
+
+
+class Names:
+    """The ``name`` entries found by the dotted name read: ``name DOTTED`` by that name, ``name MODULE.* without
+    NAMES`` by its module; in the order declared."""
+
+    def __init__(self, entries):
+        self.exact, self.within = {}, []
+        for order, (signature, patch) in enumerate(entries):
+            if signature.keyword is None:
+                self.exact.setdefault(signature.target, []).append((order, signature, patch))
+            else:
+                self.within.append((order, signature, patch, signature.target[:-2]))
+
+    def asked_by(self, dotted):
+        """(Signature, patch, the module of a ``MODULE.*`` entry or None) of the entries that may match ``dotted``."""
+        items = [(order, signature, patch, None) for order, signature, patch in self.exact.get(dotted, ())]
+        items += [item for item in self.within if dotted.startswith(item[3] + ".")]
+        return [item[1:] for item in sorted(items, key=lambda item: item[0])]
+
+
+class Calls:
+    """The ``call`` entries found by what a call names, in the order declared: a plain dotted target by name, a
+    ``*.METHOD`` by method, a target with ``*`` inside (``transformers.*ForCausalLM.from_pretrained``) by its
+    pattern. A file has thousands of calls and the patches hundreds of entries: each call asks only its own."""
+
+    def __init__(self, entries):
+        self.exact, self.methods, self.patterns = {}, {}, []
+        for order, (signature, patch) in enumerate(entries):
+            item = (order, signature, patch)
+            if signature.target.startswith("*."):
+                self.methods.setdefault(signature.target[2:], []).append(item)
+            elif "*" in signature.target:
+                self.patterns.append((re.compile(fnmatch.translate(signature.target)), item))
+            else:
+                self.exact.setdefault(signature.target, []).append(item)
+
+    def asked_by(self, names, method):
+        """(Signature, patch) of the entries a call of ``names`` (dotted) or of ``method`` (an unresolved
+        ``obj.method(...)``) matches, in declaration order."""
+        items = [item for name in names for item in self.exact.get(name, ())]
+        items += [item for pattern, item in self.patterns if any(pattern.match(name) for name in names)]
+        items += self.methods.get(method, []) if method else []
+        return [(signature, patch) for _, signature, patch in sorted(dict((item[0], item) for item in items).values(),
+                                                                    key=lambda item: item[0])]
 
 
 def refusal(patch, text):
