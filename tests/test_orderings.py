@@ -51,6 +51,9 @@ CASES = {
                        True),
     "ds_launcher_env": (("deepspeed",), ("deepspeed.launcher.runner",),
                         "import deepspeed.launcher.runner as r; assert 'PYTHON' in r.EXPORT_ENVS", True),
+    "colossalai_legacy_api": (("colossalai",), ("colossalai.tensor", "colossalai.zero"),
+                              "import inspect; from colossalai.zero import zero_optim_wrapper as w; "
+                              "assert 'optimizer' in inspect.signature(w).parameters", False),
     "colossalai_lr_scheduler": (("colossalai",), ("colossalai.interface.optimizer",),
                                 "import torch; o = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=1); "
                                 "assert torch.optim.lr_scheduler.StepLR(o, 1).optimizer is o", True),

@@ -20,6 +20,7 @@ FILLS = {
     "pkg_resources": "pkg_resources",
     "python_removed_modules": "distutils.version",
     "timm_optimizers": "timm.optim.novograd",
+    "colossalai_legacy_api": "colossalai.nn.parallel",
 }
 LIBRARY = {"pkg_resources": "setuptools", "python_removed_modules": "distutils"}  # where the module's top level is not its library's
 

@@ -34,6 +34,7 @@ PUTS_BACK = {
     "python_removed_names": ("collections", "inspect", "fractions", "base64"),  # and Thread.isAlive (add_methods)
     "torch_removed_names": ("torch._utils",),
     "timm_optimizers": ("timm.optim", "timm.optim.nadam", "timm.optim.radam", "timm.optim.adamw"),
+    "colossalai_legacy_api": ("colossalai", "colossalai.tensor", "colossalai.zero", "colossalai.zero.gemini"),
 }
 # patches that change more than the names they put back: applied with nothing put back on a release that has the names
 # (timm 0.5: qk_scale went, add_weight_decay not yet)
@@ -41,6 +42,7 @@ CHANGES_MORE = {"timm_legacy_api"}
 # patch -> {module, or module.name: the library module that defined the names (the name) put back there, where it is
 # another}
 HOMES = {"torchvision_video": {"torchvision.io": "torchvision.io.video"},
+         "colossalai_legacy_api": {"colossalai.zero": "colossalai.zero.gemini"},  # gemini is imported, and named, first
          "timm_optimizers": {"timm.optim": "timm.optim.novograd"},
          "peft_int8_training": {"peft": "peft.utils.other", "peft.utils": "peft.utils.other"},
          "datasets_load_metric": {"datasets": "datasets.load"},

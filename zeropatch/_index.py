@@ -195,6 +195,58 @@ PATCHES = (('zeropatch.patches.accelerate.accelerate_kwargs',
                'colossalai.booster.plugin.hybrid_parallel_plugin',
                'colossalai.booster.plugin.moe_hybrid_parallel_plugin'),
    'report': False}),
+ ('zeropatch.patches.colossalai.colossalai_legacy_api',
+  {'name': 'colossalai_legacy_api',
+   'summary': "ColossalAI 0.2-0.3 training code finds colossalai.nn.parallel, ColoInitContext, zero_optim_wrapper's "
+              "optim_config, colossalai.tensor.ProcessGroup, get_default_parser and Gemini's device= / "
+              "placement_policy='cpu' again on 0.4-0.5, with their old meaning; ColoTensor tensor parallelism and "
+              "ZeroDDP are refused with today's way",
+   'package': 'colossalai',
+   'affected': '0.4.0-0.5.0 (swept; the releases since mid-2023 moved the same API: the older ones do not import here)',
+   'errors': ("No module named 'colossalai\\.(nn\\.parallel|utils\\.model\\.colo_init_context)'",
+              "cannot import name '(ProcessGroup|ComputeSpec|ColoInitContext)' from 'colossalai\\.(tensor|zero)",
+              "module 'colossalai' has no attribute 'get_default_parser'",
+              "cannot import name 'get_default_parser' from 'colossalai'",
+              "'ColoParameter' object has no attribute 'shared_param_modules'",
+              "zero_optim_wrapper\\(\\) got multiple values for keyword argument 'verbose'|LowLevelZeroOptimizer\\(\\) "
+              "got multiple values for keyword argument 'verbose'",
+              '(GeminiDDP|GeminiPlugin)\\.__init__\\(\\) got an unexpected keyword argument '
+              "'(device|search_range_mb|min_chunk_size_mb)'",
+              'Unknown tensor placement policy (cpu|cuda)'),
+   'default': True,
+   'provides': ('colossalai.nn.parallel', 'colossalai.utils.model.colo_init_context'),
+   'unfixable': (("cannot import name 'ZeroDDP'|object has no attribute 'set_dist_spec'",
+                  'ZeroDDP(model, gemini_manager) and ColoTensor tensor parallelism went in colossalai 0.3.3: build '
+                  "GeminiDDP(model, placement_policy=...) (or boost with GeminiPlugin), and shard with a plugin's "
+                  'tp_size',
+                  ('name colossalai.zero.ZeroDDP', 'name colossalai.nn.parallel.ZeroDDP', 'attribute set_dist_spec')),),
+   'brings': (),
+   'legacy_only': None,
+   'looks_for': ('import colossalai.nn.parallel',
+                 'import colossalai.utils.model.colo_init_context',
+                 'name colossalai.tensor.ProcessGroup',
+                 'name colossalai.tensor.ComputeSpec',
+                 'name colossalai.get_default_parser',
+                 'name colossalai.zero.ColoInitContext',
+                 'name colossalai.zero.gemini.ColoInitContext',
+                 'call colossalai.zero.zero_optim_wrapper with optim_config',
+                 'call colossalai.zero.GeminiDDP with '
+                 "device|search_range_mb|min_chunk_size_mb|placement_policy='cpu'|placement_policy='cuda'",
+                 'call colossalai.nn.parallel.GeminiDDP with '
+                 "device|search_range_mb|min_chunk_size_mb|placement_policy='cpu'|placement_policy='cuda'",
+                 'call colossalai.booster.plugin.GeminiPlugin with '
+                 "device|search_range_mb|min_chunk_size_mb|placement_policy='cpu'|placement_policy='cuda'"),
+   'since': '0.8.0',
+   'maybe_errors': (),
+   'targets': ('colossalai',
+               'colossalai.tensor',
+               'colossalai.zero',
+               'colossalai.zero.gemini',
+               'colossalai.zero.gemini.gemini_ddp',
+               'colossalai.booster.plugin.gemini_plugin',
+               'colossalai.nn.parallel',
+               'colossalai.utils.model.colo_init_context'),
+   'report': False}),
  ('zeropatch.patches.colossalai.colossalai_lr_scheduler',
   {'name': 'colossalai_lr_scheduler',
    'summary': "a torch LR scheduler (CosineAnnealingLR, get_scheduler's LambdaLR, ...) takes ColossalAI's ZeRO "

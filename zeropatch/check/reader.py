@@ -17,6 +17,9 @@ IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseExcepti
 # where that one is not installed (vits', ViT-pytorch's and PyTorch-YOLOv3's training loggers)
 NEEDS_ANOTHER = {"torch.utils.tensorboard": "tensorboard"}
 
+_HANDLERS = {}  # node type -> PythonFileReader's visit_ method for it, or False
+
+
 class PythonFileReader(ast.NodeVisitor):
     """One Python file: its imports (local name -> dotted name), then every node matched against the signatures."""
 
@@ -95,6 +98,27 @@ class PythonFileReader(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
                 self.own_options.update(option_key(argument.value) for argument in node.args
                                         if isinstance(argument, ast.Constant) and str(argument.value).startswith("--"))
+
+    def visit(self, node):
+        """``ast.NodeVisitor.visit``, its method found by the node's type once per type, not by name per node."""
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            handler = _HANDLERS[type(node)] = getattr(type(self), f"visit_{type(node).__name__}", None) or False
+        if handler:
+            handler(self, node)
+        else:
+            self.generic_visit(node)
+
+    def generic_visit(self, node):
+        """``ast.NodeVisitor.generic_visit`` (every child, in field order), without its generators."""
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def find(self, repository_classes, repository_decorated=None):
         """Every match of the signatures; ``repository_classes``: class name -> library bases, over the repository
