@@ -82,7 +82,8 @@ class Patcher:
         for _, _, _, value in self.changes():
             if isinstance(value, _PutBack):
                 for name, count in value.asked.items():
-                    counts[f"{value.module_name}.{name}"] = counts.get(f"{value.module_name}.{name}", 0) + count
+                    dotted = f"{value.module_name}.{name}"
+                    counts[dotted] = counts.get(dotted, 0) + count
         return counts
 
     def fill(self, module, names, doc):

@@ -138,15 +138,11 @@ def scan(root, patches, python=None, arguments=()):
                 or importlib.util.find_spec(top) is not None):
             continue  # (what Python removed is named for the job's release by _python_removals)
         kind = "needs a CUDA build; " if top in CUDA_BUILDS else ""
-        if condition is None:
-            result.findings.append(Finding(where, node.lineno, ast.unparse(node),
-                                           advice=f"{top} is not installed here{more}: {kind}install it, or no patch "
-                                                  f"helps"))
-            continue
-        result.findings.append(Finding(
-            where, node.lineno, ast.unparse(node), conditional=True,
-            advice=f"{top} is not installed here{more}, imported only where `if {ast.unparse(condition.test)}:` "
-                   f"({where}:{condition.lineno}) holds, which check cannot know: {kind}install it for that path"))
+        advice = (f"{top} is not installed here{more}: {kind}install it, or no patch helps" if condition is None else
+                  f"{top} is not installed here{more}, imported only where `if {ast.unparse(condition.test)}:` "
+                  f"({where}:{condition.lineno}) holds, which check cannot know: {kind}install it for that path")
+        result.findings.append(Finding(where, node.lineno, ast.unparse(node), advice=advice,
+                                       conditional=condition is not None))
     save_kept()
     return result
 

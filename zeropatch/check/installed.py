@@ -86,6 +86,7 @@ class _Kept:
         self.entries = None  # path -> [size, mtime_ns, names, stars, dynamic, answers, makes_modules]
         self.changed = False
 
+    @functools.cached_property
     def _path(self):
         with open(__file__, "rb") as source:
             key = hashlib.sha1(sys.prefix.encode() + sys.version.encode() + source.read()).hexdigest()[:16]
@@ -97,7 +98,7 @@ class _Kept:
         if os.environ.get("ZEROPATCH_CHECK_CACHE", "1") == "0":
             return
         try:
-            with open(self._path(), encoding="utf-8") as file:
+            with open(self._path, encoding="utf-8") as file:
                 self.entries = json.load(file)
         except (OSError, ValueError):
             pass
@@ -130,7 +131,7 @@ class _Kept:
         """Write what this run added (atomically; nothing where the folder cannot be written)."""
         if not self.changed or os.environ.get("ZEROPATCH_CHECK_CACHE", "1") == "0":
             return
-        path = self._path()
+        path = self._path
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(f"{path}.{os.getpid()}.tmp", "w", encoding="utf-8") as file:

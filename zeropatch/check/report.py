@@ -112,6 +112,18 @@ def _summarised(verdicts, groups, out):
               f"({first.path}:{first.line}, ...): {cause}", file=out)
 
 
+def _section(header, held, everything, out):
+    """A section after the entry points' lines: its (verdict, group) pairs line by line, or one line per cause."""
+    if not held:
+        return
+    print(f"{header}:", file=out)
+    if everything:
+        for verdict, _ in held:
+            _print(verdict, out)
+    else:
+        _summarised(*zip(*held), out)
+
+
 def report(root, selected, out=sys.stdout, python=None, arguments=(), everything=False):
     """Scan ``root`` (a script, given ``arguments``, or a folder) and print what breaks; ``selected``: the patch names
     that will be on (None: zeropatch off). A folder's entry points (``entry_points``) and the files they reach come
@@ -139,20 +151,10 @@ def report(root, selected, out=sys.stdout, python=None, arguments=(), everything
         print(f"entry points: {named}", file=out)
     for verdict, _ in first:
         _print(verdict, out)
-    if rest:
-        how = "" if everything else ", by cause (--all: line by line)"
-        print(f"the rest of the repository (not reached from its entry points){how}:", file=out)
-        for verdict, _ in rest if everything else ():
-            _print(verdict, out)
-        if not everything:
-            _summarised(*zip(*rest), out)
-    if gpu:
-        print("needs a GPU (a GPU machine runs these as written; `zeropatch run --cpu` rehearses them on CPU ranks):",
-              file=out)
-        for verdict, _ in gpu if everything else ():
-            _print(verdict, out)
-        if not everything:
-            _summarised(*zip(*gpu), out)
+    how = "" if everything else ", by cause (--all: line by line)"
+    _section(f"the rest of the repository (not reached from its entry points){how}", rest, everything, out)
+    _section("needs a GPU (a GPU machine runs these as written; `zeropatch run --cpu` rehearses them on CPU ranks)",
+             gpu, everything, out)
     for path, pin, version in differing_pins(folder):
         print(f"  pin     {path}: {pin}, installed {version}", file=out)
     for line in result.unreadable:

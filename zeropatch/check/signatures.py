@@ -191,8 +191,7 @@ class Calls:
         items = [item for name in names for item in self.exact.get(name, ())]
         items += [item for pattern, item in self.patterns if any(pattern.match(name) for name in names)]
         items += self.methods.get(method, []) if method else []
-        return [(signature, patch) for _, signature, patch in sorted(dict((item[0], item) for item in items).values(),
-                                                                    key=lambda item: item[0])]
+        return [(signature, patch) for _, signature, patch in sorted(items, key=lambda item: item[0])]
 
 
 def refusal(patch, text):
