@@ -75,7 +75,7 @@ def _context_class():
             _refuse_sharding(default_pg, default_dist_spec)
             super().__init__()
             self._device, self._dtype = device, dtype
-            self._moved = {}  # id of a parameter built in the context -> (it, its moved copy)
+            self._made = {}  # id of a parameter this context made -> it (held: its id stays its own)
 
         def _pre_context_exec(self):
             pass
@@ -84,16 +84,18 @@ def _context_class():
             pass
 
         def _post_init_method(self, module, *args, **kwargs):
-            done = {id(moved) for _, moved in self._moved.values()}
+            copies = {}  # id of a parameter of this module -> (it, its moved copy): a shared one is moved once; as
+            # 0.3's, the originals are let go when the module is done, not kept to the end of the context
             for owner in module.modules():
                 for name, param in list(owner._parameters.items()):
-                    if param is None or id(param) in done or param.device.type == "meta":
+                    if param is None or id(param) in self._made or param.device.type == "meta":
                         continue
-                    if id(param) not in self._moved:
+                    if id(param) not in copies:
                         moved = torch.nn.Parameter(param.detach().to(device=self._device, dtype=self._dtype),
                                                    requires_grad=param.requires_grad)
-                        self._moved[id(param)] = (param, moved)
-                    owner._parameters[name] = self._moved[id(param)][1]
+                        copies[id(param)] = (param, moved)
+                        self._made[id(moved)] = moved
+                    owner._parameters[name] = copies[id(param)][1]
             buffers = list(module.buffers())
             if not any(buffer.device.type == "meta" for buffer in buffers):
                 for buffer in buffers:
